@@ -1,0 +1,107 @@
+import CLMDB
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One key/value pair seen through a cursor. Both buffers point into the map: they are valid
+/// until the cursor moves or the transaction ends, and are never copied unless you decode them.
+public struct RawEntry {
+    /// The key's bytes.
+    public let key: UnsafeRawBufferPointer
+    /// The value's bytes.
+    public let value: UnsafeRawBufferPointer
+
+    /// The key decoded as `K`.
+    public func key<K: LMDBDecodable>(as type: K.Type = K.self) throws(LMDBDecodingError) -> K {
+        try K(lmdbBytes: key)
+    }
+
+    /// The value decoded as `V`.
+    public func value<V: LMDBDecodable>(as type: V.Type = V.self) throws(LMDBDecodingError) -> V {
+        try V(lmdbBytes: value)
+    }
+}
+
+/// A position in a database, for ordered scans and seeks in either direction.
+///
+/// It lives only inside ``Transaction/withCursor(on:_:)`` and is closed when that returns.
+/// Every move returns the entry it lands on, or `nil` past either end.
+public struct Cursor<Key, Value, Mode: TransactionMode>: ~Copyable {
+    let cursor: OpaquePointer
+    unowned(unsafe) let environment: Environment
+    let database: Database<Key, Value>
+    let state: UnsafeMutablePointer<TransactionState>
+
+    init(cursor: OpaquePointer, environment: Environment, database: Database<Key, Value>,
+         state: UnsafeMutablePointer<TransactionState>) {
+        self.cursor = cursor
+        self.environment = environment
+        self.database = database
+        self.state = state
+    }
+
+    /// The first entry in key order.
+    public func first() throws(LMDBError) -> RawEntry? { try move(MDB_FIRST, "first") }
+    /// The last entry in key order.
+    public func last() throws(LMDBError) -> RawEntry? { try move(MDB_LAST, "last") }
+    /// The entry after the current one.
+    public func next() throws(LMDBError) -> RawEntry? { try move(MDB_NEXT, "next") }
+    /// The entry before the current one.
+    public func previous() throws(LMDBError) -> RawEntry? { try move(MDB_PREV, "previous") }
+    /// The entry under the cursor.
+    public func current() throws(LMDBError) -> RawEntry? { try move(MDB_GET_CURRENT, "current") }
+
+    /// The entry with exactly `key`, or `nil`.
+    public func seek(exactly key: Key) throws(LMDBError) -> RawEntry? where Key: LMDBEncodable {
+        try seek(key, MDB_SET_KEY, "seek")
+    }
+
+    /// The first entry whose key is `>= key`, or `nil` when every key is smaller.
+    public func seek(atLeast key: Key) throws(LMDBError) -> RawEntry? where Key: LMDBEncodable {
+        try seek(key, MDB_SET_RANGE, "seek")
+    }
+
+    /// The last entry whose key is `<= key`, or `nil` when every key is larger.
+    public func seek(atMost key: Key) throws(LMDBError) -> RawEntry? where Key: LMDBEncodable {
+        guard let entry = try seek(key, MDB_SET_RANGE, "seek") else { return try last() }
+        let exact = key.withLMDBBytes { $0.elementsEqual(entry.key) }
+        return exact ? entry : try previous()
+    }
+
+    private func seek(_ key: Key, _ op: MDB_cursor_op, _ name: String) throws(LMDBError) -> RawEntry?
+    where Key: LMDBEncodable {
+        try key.withLMDBBytes { keyBytes throws(LMDBError) in
+            var keyVal = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
+            var data = MDB_val()
+            let rc = mdb_cursor_get(cursor, &keyVal, &data, op)
+            if rc == MDB_NOTFOUND { return nil }
+            guard rc == 0 else { throw failure(rc, name) }
+            return RawEntry(key: keyVal.buffer, value: data.buffer)
+        }
+    }
+
+    private func move(_ op: MDB_cursor_op, _ name: String) throws(LMDBError) -> RawEntry? {
+        var key = MDB_val()
+        var data = MDB_val()
+        let rc = mdb_cursor_get(cursor, &key, &data, op)
+        if rc == MDB_NOTFOUND || (rc == EINVAL && op == MDB_GET_CURRENT) { return nil }
+        guard rc == 0 else { throw failure(rc, name) }
+        return RawEntry(key: key.buffer, value: data.buffer)
+    }
+
+    func failure(_ rc: Int32, _ name: String) -> LMDBError {
+        if rc == MDB_MAP_FULL { state.pointee.mapFull = true }
+        return LMDBError.from(code: rc, path: environment.path, operation: "cursor \(name) in \(database.label)")
+    }
+}
+
+extension Cursor where Mode == ReadWrite {
+    /// Deletes the entry under the cursor; the cursor then stands on the entry after it.
+    public func deleteCurrent() throws(LMDBError) {
+        let rc = mdb_cursor_del(cursor, 0)
+        guard rc == 0 else { throw failure(rc, "delete") }
+    }
+}

@@ -1,0 +1,67 @@
+import CLMDB
+
+/// Marks what a ``Transaction`` may do.
+public protocol TransactionMode {}
+/// A read-only snapshot of the store.
+public enum ReadOnly: TransactionMode {}
+/// The single writer: reads see its own uncommitted writes.
+public enum ReadWrite: TransactionMode {}
+
+/// A read-only transaction, handed to ``Environment/read(_:)``.
+public typealias ReadTransaction = Transaction<ReadOnly>
+/// A read-write transaction, handed to ``Environment/write(_:)``.
+public typealias WriteTransaction = Transaction<ReadWrite>
+
+/// An LMDB transaction that exists only inside the closure it is handed to.
+///
+/// It is `~Copyable` and passed `borrowing`, so it cannot be stored, returned or captured
+/// beyond its closure; the closure is synchronous, so it cannot span an `await` and LMDB's
+/// begin/commit-on-one-thread rule holds. It is not `Sendable`, so it cannot reach another task.
+public struct Transaction<Mode: TransactionMode>: ~Copyable {
+    let txn: OpaquePointer
+    unowned(unsafe) let environment: Environment
+    let state: UnsafeMutablePointer<TransactionState>
+
+    init(txn: OpaquePointer, environment: Environment, state: UnsafeMutablePointer<TransactionState>) {
+        self.txn = txn
+        self.environment = environment
+        self.state = state
+    }
+
+    /// LMDB's id of this transaction; a write transaction's id becomes the environment's
+    /// ``Environment/lastTransactionID`` when it commits.
+    public var id: UInt64 { UInt64(mdb_txn_id(txn)) }
+
+    func failure(_ rc: Int32, _ operation: @autoclosure () -> String) -> LMDBError {
+        if rc == MDB_MAP_FULL { state.pointee.mapFull = true }
+        return LMDBError.from(code: rc, path: environment.path, operation: operation())
+    }
+
+    func checkKey(_ key: UnsafeRawBufferPointer, _ operation: @autoclosure () -> String) throws(LMDBError) {
+        if key.count == 0 || key.count > environment.maxKeySize {
+            throw LMDBError(
+                kind: .keyTooLong, path: environment.path, operation: operation(),
+                detail: "a key of \(key.count) bytes; keys must be 1 to \(environment.maxKeySize) bytes",
+                recovery: "Hash or shorten long keys and keep the full value in the record"
+            )
+        }
+    }
+}
+
+/// Per-transaction facts the environment needs after the closure returns.
+struct TransactionState {
+    /// A write hit `MDB_MAP_FULL`: the transaction is dead and must be retried after growth,
+    /// whatever the closure did with the error.
+    var mapFull = false
+}
+
+@inline(__always)
+func withMDBVal<R>(_ buffer: UnsafeRawBufferPointer, _ body: (inout MDB_val) throws -> R) rethrows -> R {
+    var val = MDB_val(mv_size: buffer.count, mv_data: UnsafeMutableRawPointer(mutating: buffer.baseAddress))
+    return try body(&val)
+}
+
+extension MDB_val {
+    @inline(__always)
+    var buffer: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: mv_data, count: mv_size) }
+}

@@ -1,0 +1,101 @@
+// A helper that tests run as a real child process, so they can kill it with SIGKILL, run two
+// processes on one store, or drop privileges. Each command prints progress lines on stdout.
+import Foundation
+import LMDB
+import TestSupport
+
+/// Writes one line to stdout unbuffered, so a parent reading the pipe sees it at once.
+func say(_ line: String) {
+    var text = line + "\n"
+    text.withUTF8 { bytes in _ = write(1, bytes.baseAddress, bytes.count) }
+}
+
+func durability(_ name: String) -> EnvironmentConfiguration.Durability {
+    switch name {
+    case "noSync": return .noSync
+    case "noMetaSync": return .noMetaSync
+    default: return .strict
+    }
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("wf-test-child: \(message)\n".utf8))
+    exit(70)
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+guard let command = arguments.first else { fail("usage: wf-test-child COMMAND ...") }
+
+do {
+    switch command {
+    case "lmdb-append-loop":
+        // lmdb-append-loop PATH DURABILITY: appends records 1, 2, ... forever, one commit each,
+        // printing each sequence after its commit returned.
+        var config = EnvironmentConfiguration()
+        config.durability = durability(arguments[2])
+        let env = try Environment.open(path: arguments[1], configuration: config)
+        let db: Database<UInt64, [UInt8]> = try env.database(named: "records")
+        var next = try env.read { txn in
+            var last: UInt64 = 0
+            try txn.forEach(in: db, reverse: true) { key, _ in last = try UInt64(lmdbBytes: key); return false }
+            return last
+        } + 1
+        say("ready \(next)")
+        while true {
+            let sequence = next
+            try env.write { txn in try txn.append(RecordPattern.bytes(for: sequence), forKey: sequence, in: db) }
+            say("committed \(sequence)")
+            next += 1
+        }
+
+    case "lmdb-append-slowly":
+        // lmdb-append-slowly PATH COUNT MILLIS: appends COUNT records, one commit each, pausing between.
+        let env = try Environment.open(path: arguments[1])
+        let db: Database<UInt64, [UInt8]> = try env.database(named: "records")
+        let count = UInt64(arguments[2])!
+        let pause = UInt32(arguments[3])! * 1000
+        say("ready")
+        for sequence in 1...count {
+            try env.write { txn in try txn.append(RecordPattern.bytes(for: sequence), forKey: sequence, in: db) }
+            say("committed \(sequence)")
+            usleep(pause)
+        }
+        say("done")
+
+    case "lmdb-fill":
+        // lmdb-fill PATH MEGABYTES: writes MEGABYTES of 64 KiB records (the map grows as needed).
+        let env = try Environment.open(path: arguments[1], configuration: .init(initialMapSize: 64 << 10))
+        let db: Database<UInt64, [UInt8]> = try env.database(named: "bulk")
+        let megabytes = UInt64(arguments[2])!
+        for sequence in 1...(megabytes * 16) {
+            try env.write { txn in try txn.put(RecordPattern.bytes(for: sequence, size: 64 << 10), forKey: sequence, in: db) }
+        }
+        say("filled \(env.info().mapSize)")
+
+    case "lmdb-hold-read":
+        // lmdb-hold-read PATH: opens a read transaction and holds it until killed.
+        let env = try Environment.open(path: arguments[1])
+        let db: Database<UInt64, [UInt8]> = try env.database(named: "records")
+        try env.read { txn in
+            say("holding \(try txn.count(of: db)) \(env.info().readersInUse)")
+            while true { sleep(60) }
+        }
+
+    case "lmdb-open-unprivileged":
+        // lmdb-open-unprivileged PATH: drops root privileges, then tries to open the store.
+        if geteuid() == 0 {
+            guard setgid(65534) == 0, setuid(65534) == 0 else { fail("cannot drop privileges") }
+        }
+        do {
+            _ = try Environment.open(path: arguments[1])
+            say("opened")
+        } catch {
+            say("error \(error.kind) \(error.operation) | \(error)")
+        }
+
+    default:
+        fail("unknown command \(command)")
+    }
+} catch {
+    fail("\(error)")
+}

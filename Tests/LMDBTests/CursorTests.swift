@@ -1,0 +1,86 @@
+import LMDB
+import TestSupport
+import Testing
+
+@Suite("Cursors")
+struct CursorTests {
+    func makeStore(_ dir: TemporaryDirectory) throws -> (Environment, Database<UInt64, String>) {
+        let env = try Environment.open(path: dir.path)
+        let db: Database<UInt64, String> = try env.database(named: "log")
+        try env.write { txn throws in
+            for key in stride(from: UInt64(10), through: 100, by: 10) { try txn.append("v\(key)", forKey: key, in: db) }
+        }
+        return (env, db)
+    }
+
+    @Test("forward and backward scans visit every entry in key order")
+    func scansInBothDirections() throws {
+        let dir = TemporaryDirectory("cursor-scan")
+        let (env, db) = try makeStore(dir)
+        var forward: [UInt64] = []
+        var backward: [UInt64] = []
+        try env.read { txn throws in
+            try txn.forEachDecoded(in: db) { (key: UInt64, value: String) in
+                #expect(value == "v\(key)")
+                forward.append(key)
+                return true
+            }
+            try txn.forEachDecoded(in: db, reverse: true) { (key: UInt64, _: String) in backward.append(key); return true }
+        }
+        #expect(forward == Array(stride(from: 10, through: 100, by: 10)))
+        #expect(backward == forward.reversed())
+    }
+
+    @Test("seeks land on the exact key, the next larger, or the next smaller")
+    func seeks() throws {
+        let dir = TemporaryDirectory("cursor-seek")
+        let (env, db) = try makeStore(dir)
+        try env.read { txn throws in
+            try txn.withCursor(on: db) { cursor throws in
+                #expect(try cursor.seek(exactly: 30)?.key(as: UInt64.self) == 30)
+                #expect(try cursor.seek(exactly: 35) == nil)
+                #expect(try cursor.seek(atLeast: 35)?.key(as: UInt64.self) == 40)
+                #expect(try cursor.next()?.key(as: UInt64.self) == 50)
+                #expect(try cursor.seek(atLeast: 101) == nil)
+                #expect(try cursor.seek(atMost: 35)?.key(as: UInt64.self) == 30)
+                #expect(try cursor.seek(atMost: 40)?.key(as: UInt64.self) == 40)
+                #expect(try cursor.seek(atMost: 5) == nil)
+                #expect(try cursor.seek(atMost: 1000)?.key(as: UInt64.self) == 100)
+                #expect(try cursor.first()?.value(as: String.self) == "v10")
+                #expect(try cursor.previous() == nil)
+                #expect(try cursor.last()?.value(as: String.self) == "v100")
+                #expect(try cursor.next() == nil)
+            }
+            var fromMiddle: [UInt64] = []
+            try txn.forEachDecoded(in: db, from: 55) { (key: UInt64, _: String) in fromMiddle.append(key); return true }
+            #expect(fromMiddle == [60, 70, 80, 90, 100])
+            var downFromMiddle: [UInt64] = []
+            try txn.forEachDecoded(in: db, from: 55, reverse: true) { (key: UInt64, _: String) in downFromMiddle.append(key); return true }
+            #expect(downFromMiddle == [50, 40, 30, 20, 10])
+        }
+    }
+
+    @Test("deleting through a write cursor removes exactly the entries passed over")
+    func deleteThroughCursor() throws {
+        let dir = TemporaryDirectory("cursor-delete")
+        let (env, db) = try makeStore(dir)
+        try env.write { txn throws in
+            try txn.withCursor(on: db) { cursor throws in
+                var entry = try cursor.first()
+                while let current = entry {
+                    if try current.key(as: UInt64.self) % 20 == 0 {
+                        try cursor.deleteCurrent()
+                        entry = try cursor.current()
+                    } else {
+                        entry = try cursor.next()
+                    }
+                }
+            }
+        }
+        var left: [UInt64] = []
+        try env.read { txn throws in
+            try txn.forEachDecoded(in: db) { (key: UInt64, _: String) in left.append(key); return true }
+        }
+        #expect(left == [10, 30, 50, 70, 90])
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import LMDB
+import TestSupport
+import Testing
+
+@Suite("Environment")
+struct EnvironmentTests {
+    @Test("opening a path that is already open returns the same environment")
+    func oneEnvironmentPerPath() throws {
+        let dir = TemporaryDirectory("same")
+        let first = try Environment.open(path: dir.path)
+        let second = try Environment.open(path: dir.path + "/.")
+        #expect(first === second)
+    }
+
+    @Test("opening an open path with another configuration is a clear error")
+    func secondOpenWithOtherConfiguration() throws {
+        let dir = TemporaryDirectory("other-config")
+        let first = try Environment.open(path: dir.path)
+        let error = #expect(throws: LMDBError.self) {
+            _ = try Environment.open(path: dir.path, configuration: .init(durability: .noSync))
+        }
+        #expect(error?.kind == .alreadyOpen)
+        #expect(error?.path == dir.path)
+        withExtendedLifetime(first) {}
+    }
+
+    @Test("a closed environment can be opened again and keeps what was committed")
+    func reopenAfterClose() throws {
+        let dir = TemporaryDirectory("reopen")
+        do {
+            let env = try Environment.open(path: dir.path)
+            let db: Database<UInt64, String> = try env.database(named: "kv")
+            try env.write { txn in try txn.put("durable", forKey: 1, in: db) }
+        }
+        let env = try Environment.open(path: dir.path)
+        let db: Database<UInt64, String> = try env.database(named: "kv")
+        #expect(try env.read { txn in try txn.get(1, in: db) } == "durable")
+    }
+
+    @Test("a read-only environment reads committed data and refuses writes with a typed error")
+    func readOnlyEnvironment() throws {
+        let dir = TemporaryDirectory("readonly-env")
+        do {
+            let env = try Environment.open(path: dir.path)
+            let db: Database<UInt64, String> = try env.database(named: "kv")
+            try env.write { txn in try txn.put("v", forKey: 1, in: db) }
+        }
+        let env = try Environment.open(path: dir.path, configuration: .init(readOnly: true))
+        let db: Database<UInt64, String> = try env.database(named: "kv")
+        #expect(try env.read { txn in try txn.get(1, in: db) } == "v")
+        expectLMDBError(.readOnly) {
+            try env.write { txn in try txn.put("w", forKey: 2, in: db) }
+        }
+        expectLMDBError(.databaseNotFound) {
+            let _: Database<UInt64, String> = try env.database(named: "missing")
+        }
+    }
+
+    @Test("info reports map size, used pages and readers; stats count entries")
+    func infoAndStatistics() throws {
+        let dir = TemporaryDirectory("info")
+        let env = try Environment.open(path: dir.path, configuration: .init(initialMapSize: 1 << 20))
+        let db: Database<UInt64, [UInt8]> = try env.database(named: "log")
+        try env.write { txn throws in
+            for key: UInt64 in 1...100 { try txn.append([UInt8](repeating: 1, count: 100), forKey: key, in: db) }
+        }
+        let info = env.info()
+        #expect(info.mapSize == 1 << 20)
+        #expect(info.pageSize >= 4096)
+        #expect(info.usedBytes > 100 * 100)
+        #expect(info.lastTransactionID == env.lastTransactionID)
+        let stats = try env.read { txn in try txn.statistics(of: db) }
+        #expect(stats.entries == 100)
+        #expect(stats.depth >= 1)
+        #expect(env.maxKeySize == 511)
+    }
+
+    @Test("a compacting copy holds every record and is smaller after deletions")
+    func compactingCopy() throws {
+        let dir = TemporaryDirectory("copy")
+        let env = try Environment.open(path: dir.child("store"))
+        let db: Database<UInt64, [UInt8]> = try env.database(named: "log")
+        try env.write { txn throws in
+            for key: UInt64 in 1...2000 { try txn.append(RecordPattern.bytes(for: key, size: 1000), forKey: key, in: db) }
+        }
+        try env.write { txn throws in
+            for key: UInt64 in 1...1900 { try txn.delete(key, in: db) }
+        }
+        try env.copy(to: dir.child("compact"))
+        let original = try FileManager.default.attributesOfItem(atPath: dir.child("store/data.mdb"))[.size] as! Int
+        let compacted = try FileManager.default.attributesOfItem(atPath: dir.child("compact/data.mdb"))[.size] as! Int
+        #expect(compacted < original / 4)
+        let copy = try Environment.open(path: dir.child("compact"))
+        let copied: Database<UInt64, [UInt8]> = try copy.database(named: "log")
+        try copy.read { txn throws in
+            #expect(try txn.count(of: copied) == 100)
+            #expect(try txn.withValue(forKey: 2000, in: copied) { RecordPattern.matches($0, sequence: 2000, size: 1000) } == true)
+        }
+    }
+}

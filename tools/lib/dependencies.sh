@@ -1,0 +1,19 @@
+# Sourced by tools/test and tools/demo: installs what the build needs when it is missing.
+# Today that is the system LMDB library (Debian: liblmdb-dev) and pkg-config to find it.
+
+ensure_dependencies() {
+    if command -v pkg-config >/dev/null 2>&1 && pkg-config --exists lmdb; then
+        return 0
+    fi
+    echo "==> liblmdb-dev (or pkg-config) is missing: installing it with apt-get"
+    local sudo=""
+    if [ "$(id -u)" -ne 0 ]; then
+        if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
+            echo "error: need root (or sudo) to run: apt-get install -y liblmdb-dev pkg-config" >&2
+            return 1
+        fi
+    fi
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq liblmdb-dev pkg-config >/dev/null
+    pkg-config --exists lmdb || { echo "error: pkg-config still cannot find lmdb after installing liblmdb-dev" >&2; return 1; }
+}
