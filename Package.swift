@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "LMDB", targets: ["LMDB"]),
+        .library(name: "Workflow", targets: ["Workflow"]),
     ],
     targets: [
         // The system liblmdb (Debian: liblmdb-dev), found through pkg-config.
@@ -16,16 +17,20 @@ let package = Package(
         ),
         // A safe Swift layer over LMDB: closure-scoped transactions, typed errors, map growth.
         .target(name: "LMDB", dependencies: ["CLMDB"]),
+        // The in-memory runtime: workflows, actions, sinks, children, workers, side effects, host.
+        .target(name: "Workflow"),
 
         // A helper executable that tests spawn as a real child process (crash and multi-process tests).
         // Test helpers shared by every test target and the child-process helper.
         .target(name: "TestSupport", dependencies: [], path: "Tests/TestSupport"),
+        .target(name: "TestWorkflows", dependencies: ["Workflow"], path: "Tests/Fixtures/TestWorkflows"),
         .executableTarget(
             name: "wf-test-child",
-            dependencies: ["LMDB", "TestSupport"],
+            dependencies: ["LMDB", "Workflow", "TestSupport", "TestWorkflows"],
             path: "Tests/Fixtures/WFTestChild"
         ),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "TestSupport", "wf-test-child"]),
+        .testTarget(name: "WorkflowTests", dependencies: ["Workflow", "TestSupport", "TestWorkflows", "wf-test-child"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -25,13 +25,18 @@ public final class ChildProcess {
     }
 
     /// Starts `executable` (the helper by default) with `arguments`.
-    public init(_ arguments: [String], executable: String = ChildProcess.helperPath, environment: [String: String] = [:]) throws {
+    /// With `mergeStandardError`, the child's stderr goes to the same pipe as its stdout.
+    public init(
+        _ arguments: [String], executable: String = ChildProcess.helperPath, environment: [String: String] = [:],
+        mergeStandardError: Bool = false
+    ) throws {
         var pipeFDs: [Int32] = [0, 0]
         guard pipe(&pipeFDs) == 0 else { throw ChildProcessError.spawnFailed("pipe: \(errno)") }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)
+        if mergeStandardError { posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 2) }
         posix_spawn_file_actions_addclose(&actions, pipeFDs[0])
         posix_spawn_file_actions_addclose(&actions, pipeFDs[1])
 

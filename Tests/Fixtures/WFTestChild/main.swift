@@ -3,6 +3,8 @@
 import Foundation
 import LMDB
 import TestSupport
+import TestWorkflows
+import Workflow
 
 /// Writes one line to stdout unbuffered, so a parent reading the pipe sees it at once.
 func say(_ line: String) {
@@ -92,6 +94,12 @@ do {
         } catch {
             say("error \(error.kind) \(error.operation) | \(error)")
         }
+
+    case "workflow-send-during-render":
+        // Runs a workflow whose render sends an action: the default policy stops the process.
+        let host = WorkflowHost(workflow: SendsDuringRender())
+        host.update(workflow: SendsDuringRender(sendNow: true))
+        say("not stopped: \(host.rendering.count)")
 
     default:
         fail("unknown command \(command)")

@@ -1,0 +1,55 @@
+/// Identifies a live node within one host.
+typealias NodeID = UInt64
+
+/// Something the host's queue accepts; implemented by the runtime.
+protocol ActionQueue: AnyObject, Sendable {
+    func enqueue(_ item: QueueItem)
+}
+
+/// An entry in the host's first-in-first-out queue.
+enum QueueItem: Sendable {
+    /// An action for a node; `completion` learns whether it was applied.
+    case work(any QueuedWork, completion: CheckedContinuation<Bool, Never>?)
+    /// New root props (`update(workflow:)`).
+    case updateRoot(any Sendable)
+    /// Start calling a rendering callback (current rendering first).
+    case observe(UInt64, @Sendable (Any) -> Void)
+    /// Stop calling a rendering callback.
+    case unobserve(UInt64)
+    /// End the tree; `completion` resumes when every worker and side effect has ended.
+    case stop(CheckedContinuation<Void, Never>?)
+}
+
+/// What happened to a queued action.
+enum WorkOutcome: Equatable {
+    case applied
+    case discarded(DiscardReason)
+}
+
+/// An action waiting to be applied to one node.
+protocol QueuedWork: Sendable, CustomStringConvertible {
+    /// The node it is for.
+    var nodeID: NodeID { get }
+    /// Where it came from.
+    var origin: ActionOrigin { get }
+    /// Applies it to `node` (on the thread running the host), with its cascade.
+    func apply(to node: any AnyWorkflowNode) -> WorkOutcome
+}
+
+extension SinkDelivery {
+    var origin: ActionOrigin { .sink }
+}
+
+/// A worker's output, waiting to be turned into an action by the worker's current output map.
+struct WorkerDelivery<Value: Sendable>: QueuedWork {
+    let nodeID: NodeID
+    let recordID: UInt64
+    let value: Value
+    var origin: ActionOrigin { .worker }
+
+    func apply(to node: any AnyWorkflowNode) -> WorkOutcome {
+        node.deliverWorkerOutput(recordID: recordID, value: value)
+    }
+
+    var description: String { "output of a worker: \(Value.self)" }
+}

@@ -1,0 +1,52 @@
+/// Where a node sits in the tree: the workflow type and key of each node from the root down.
+/// Stable across runs of the same program, so the durable log can name an action's target.
+public struct NodePath: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// One step from a parent to a child.
+    public struct Segment: Hashable, Sendable, Codable {
+        /// The workflow's type name, module-qualified (e.g. `MyApp.UploadWorkflow`).
+        public let workflowType: String
+        /// The key the parent rendered it under (`""` when none).
+        public let key: String
+
+        /// A step to the child of `workflowType` rendered under `key`.
+        public init(workflowType: String, key: String) {
+            self.workflowType = workflowType
+            self.key = key
+        }
+    }
+
+    /// The steps from the root (first) to the node (last).
+    public let segments: [Segment]
+
+    /// A path made of `segments`.
+    public init(segments: [Segment]) { self.segments = segments }
+
+    /// The path of a child of this node.
+    public func appending(workflowType: String, key: String) -> NodePath {
+        NodePath(segments: segments + [Segment(workflowType: workflowType, key: key)])
+    }
+
+    /// `/Root/Child[key]/Leaf`, with module prefixes dropped for readability.
+    public var description: String {
+        "/" + segments.map { segment in
+            let name = segment.workflowType.split(separator: ".").last.map(String.init) ?? segment.workflowType
+            return segment.key.isEmpty ? name : "\(name)[\(segment.key)]"
+        }.joined(separator: "/")
+    }
+
+    static func typeName<T>(_ type: T.Type) -> String { String(reflecting: type) }
+}
+
+/// Where an applied action came from; recorded with every durable log entry.
+public enum ActionOrigin: String, Sendable, Codable, CaseIterable {
+    /// A ``Sink`` handed out by a render pass.
+    case sink
+    /// A ``Worker``'s output.
+    case worker
+    /// A durable timer firing.
+    case timer
+    /// A signal delivered to a waiting workflow.
+    case signal
+    /// New props from the host (`update(workflow:)`).
+    case props
+}

@@ -1,0 +1,88 @@
+/// What `render` uses to reach the runtime: sinks, child workflows, workers and side effects.
+///
+/// A context is valid only during the render pass it was handed to; using it afterwards is a
+/// programmer error reported with the workflow's name. Declarations are keyed: within one pass a
+/// child workflow type and key, a worker type and key, and a side-effect key may appear once each.
+public final class RenderContext<WorkflowType: Workflow> {
+    // The backend is the node (or a tester); the context is invalidated before its backend can
+    // go away, and every use checks validity first, so the unowned reference is never dangling.
+    private unowned(unsafe) let backend: any RenderContextBackend<WorkflowType>
+    private let programmerErrors: ProgrammerErrorPolicy
+    package var isValid = false
+
+    package init(backend: any RenderContextBackend<WorkflowType>, programmerErrors: ProgrammerErrorPolicy) {
+        self.backend = backend
+        self.programmerErrors = programmerErrors
+    }
+
+    /// Whether the context may be used; reports the misuse when not.
+    private func checkValid(_ use: @autoclosure () -> String) -> Bool {
+        if !isValid {
+            programmerErrors.raise(
+                "A RenderContext of \(NodePath.typeName(WorkflowType.self)) was used outside its render pass (\(use()))")
+        }
+        return isValid
+    }
+
+    /// A sink for actions of type `Action`, valid once this render pass completes.
+    public func makeSink<Action: WorkflowAction>(of actionType: Action.Type) -> Sink<Action>
+    where Action.WorkflowType == WorkflowType {
+        guard checkValid("makeSink(of: \(Action.self))") else { return .recording { _ in } }
+        return backend.makeSink(of: actionType)
+    }
+
+    /// Renders `child` under `key` and returns its rendering; the child's outputs become
+    /// actions through `outputMap`, applied synchronously in the same cascade.
+    public func render<Child: Workflow, Action: WorkflowAction>(
+        _ child: Child, key: String = "", outputMap: @escaping (Child.Output) -> Action
+    ) -> Child.Rendering where Action.WorkflowType == WorkflowType {
+        guard checkValid("render(\(Child.self))") else { fatalError("cannot render \(Child.self) outside a render pass") }
+        return backend.render(child, key: key, outputMap: outputMap)
+    }
+
+    /// Renders a child that has no output.
+    public func render<Child: Workflow>(_ child: Child, key: String = "") -> Child.Rendering where Child.Output == Never {
+        guard checkValid("render(\(Child.self))") else { fatalError("cannot render \(Child.self) outside a render pass") }
+        return backend.render(child, key: key, outputMap: { (never: Never) -> AnyWorkflowAction<WorkflowType> in })
+    }
+
+    /// Runs `worker` while render passes declare it; each output becomes the action `outputMap` makes.
+    public func run<W: Worker, Action: WorkflowAction>(
+        _ worker: W, key: String = "", outputMap: @escaping (W.Output) -> Action
+    ) where Action.WorkflowType == WorkflowType {
+        guard checkValid("run(\(W.self))") else { return }
+        backend.run(worker, key: key, outputMap: outputMap)
+    }
+
+    /// Runs a worker whose outputs are already actions of this workflow.
+    public func run<W: Worker>(_ worker: W, key: String = "") where W.Output: WorkflowAction, W.Output.WorkflowType == WorkflowType {
+        guard checkValid("run(\(W.self))") else { return }
+        backend.run(worker, key: key, outputMap: { $0 })
+    }
+
+    /// Runs `action` once, after the first render pass that declares `key`; its lifetime ends
+    /// at the first render pass that no longer declares it. Not run during durable replay.
+    public func runSideEffect(key: some Hashable & Sendable, action: @escaping (Lifetime) -> Void) {
+        guard checkValid("runSideEffect") else { return }
+        backend.runSideEffect(key: AnyHashable(key), action: action)
+    }
+}
+
+/// The engine behind a ``RenderContext``: the runtime's node, or a tester's recorder.
+package protocol RenderContextBackend<WorkflowType>: AnyObject {
+    associatedtype WorkflowType: Workflow
+    func makeSink<Action: WorkflowAction>(of actionType: Action.Type) -> Sink<Action> where Action.WorkflowType == WorkflowType
+    func render<Child: Workflow, Action: WorkflowAction>(
+        _ child: Child, key: String, outputMap: @escaping (Child.Output) -> Action
+    ) -> Child.Rendering where Action.WorkflowType == WorkflowType
+    func run<W: Worker, Action: WorkflowAction>(_ worker: W, key: String, outputMap: @escaping (W.Output) -> Action)
+    where Action.WorkflowType == WorkflowType
+    func runSideEffect(key: AnyHashable, action: @escaping (Lifetime) -> Void)
+}
+
+extension Workflow {
+    /// Renders this workflow as a child in `context` (for workflows without output).
+    public func rendered<Parent: Workflow>(in context: RenderContext<Parent>, key: String = "") -> Rendering where Output == Never {
+        context.render(self, key: key)
+    }
+}

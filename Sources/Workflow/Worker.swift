@@ -1,0 +1,72 @@
+/// Asynchronous work declared from `render`, whose outputs become actions.
+///
+/// A worker runs while the render passes keep declaring it (keyed by its type and a key); it
+/// starts after the render pass that first declares it, is cancelled at the first pass that no
+/// longer does, and is restarted when a pass declares a worker that is not ``isEquivalent(to:)``
+/// the running one. Its outputs are delivered in order, each as its own action and render pass,
+/// never during a render pass, and none is dropped while the worker is still declared.
+public protocol Worker<Output>: Sendable {
+    /// What the worker emits.
+    associatedtype Output: Sendable
+    /// The sequence of outputs `run()` produces.
+    associatedtype Outputs: AsyncSequence<Output, Never>
+
+    /// Starts the work. Cancellation of the surrounding task means the worker was ended.
+    func run() -> Outputs
+
+    /// Whether `other`, declared in a later render pass, is the same work (no restart).
+    /// The default says yes.
+    func isEquivalent(to other: Self) -> Bool
+}
+
+extension Worker {
+    public func isEquivalent(to other: Self) -> Bool { true }
+}
+
+extension Worker where Self: Equatable {
+    public func isEquivalent(to other: Self) -> Bool { self == other }
+}
+
+/// A worker that runs one async operation and emits its result once.
+public struct AsyncOperationWorker<Output: Sendable>: Worker {
+    private let operation: @Sendable () async -> Output
+    private let identity: String
+
+    /// A worker whose output is the value of `operation`; workers with equal `identity` are
+    /// equivalent.
+    public init(identity: String = "", _ operation: @escaping @Sendable () async -> Output) {
+        self.identity = identity
+        self.operation = operation
+    }
+
+    public func run() -> AsyncStream<Output> {
+        let operation = self.operation
+        return AsyncStream { continuation in
+            let task = Task {
+                let value = await operation()
+                if !Task.isCancelled { continuation.yield(value) }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    public func isEquivalent(to other: Self) -> Bool { identity == other.identity }
+}
+
+/// A worker that emits every element of an async sequence.
+public struct AsyncSequenceWorker<Elements: AsyncSequence & Sendable>: Worker
+where Elements.Element: Sendable, Elements.Failure == Never {
+    private let elements: Elements
+    private let identity: String
+
+    /// A worker emitting `elements`; workers with equal `identity` are equivalent.
+    public init(identity: String = "", _ elements: Elements) {
+        self.identity = identity
+        self.elements = elements
+    }
+
+    public func run() -> Elements { elements }
+
+    public func isEquivalent(to other: Self) -> Bool { identity == other.identity }
+}

@@ -1,0 +1,33 @@
+/// A state machine in a tree of state machines, in the style of Square's Workflow.
+///
+/// The workflow value is its *props*: the input its parent (or the host) gives it. The runtime
+/// owns its *state*, starting from ``makeInitialState()``, and advances it only by applying
+/// ``WorkflowAction``s. Each render pass calls ``render(state:context:)``, which must be a pure,
+/// idempotent function of props and state: it returns the *rendering*, declares child workflows,
+/// sinks, workers and side effects through the context, and never changes state itself.
+public protocol Workflow<Rendering, Output> {
+    /// The private state the runtime keeps for each node of this workflow.
+    associatedtype State
+    /// What an action can hand to the parent (or the host); `Never` when nothing.
+    associatedtype Output = Never
+    /// The public result of a render pass.
+    associatedtype Rendering
+
+    /// The state of a node that has just been created.
+    func makeInitialState() -> State
+
+    /// Called when the parent renders this node with new props, before the render pass that
+    /// follows; adjust `state` to them here. The default does nothing.
+    func workflowDidChange(from previousWorkflow: Self, state: inout State)
+
+    /// Builds the rendering from props and state; must not change anything.
+    func render(state: State, context: RenderContext<Self>) -> Rendering
+}
+
+extension Workflow {
+    public func workflowDidChange(from previousWorkflow: Self, state: inout State) {}
+}
+
+extension Workflow where State == Void {
+    public func makeInitialState() -> State { () }
+}

@@ -1,0 +1,78 @@
+/// A transition of one workflow's state, optionally producing an output for its parent.
+///
+/// Actions reach the runtime through a ``Sink``, a worker, a timer or a signal; each is applied
+/// to the node that declared it, its output cascades synchronously up the tree, and exactly one
+/// render pass follows. Actions are values: make them `Codable` (and `DurableAction`) to use
+/// them with the durable engine.
+///
+/// Implement either ``apply(toState:)`` or, when the action needs the workflow's props,
+/// ``apply(toState:context:)``.
+public protocol WorkflowAction<WorkflowType>: Sendable {
+    /// The workflow whose state this action changes.
+    associatedtype WorkflowType: Workflow
+
+    /// Changes `state`; returns an output for the parent, or `nil`.
+    func apply(toState state: inout WorkflowType.State) -> WorkflowType.Output?
+
+    /// Changes `state` with access to the node's current props through `context`.
+    func apply(toState state: inout WorkflowType.State, context: ApplyContext<WorkflowType>) -> WorkflowType.Output?
+}
+
+extension WorkflowAction {
+    public func apply(toState state: inout WorkflowType.State, context: ApplyContext<WorkflowType>) -> WorkflowType.Output? {
+        apply(toState: &state)
+    }
+
+    public func apply(toState state: inout WorkflowType.State) -> WorkflowType.Output? {
+        fatalError("\(Self.self) must implement apply(toState:) or apply(toState:context:)")
+    }
+}
+
+/// What an action may read while it is applied.
+public struct ApplyContext<WorkflowType: Workflow> {
+    /// The node's current props (the workflow value its parent last rendered).
+    public let props: WorkflowType
+
+    /// Creates a context around `props`; the runtime and testers make these.
+    public init(props: WorkflowType) {
+        self.props = props
+    }
+}
+
+/// An action made from a closure, for in-memory workflows and tests.
+/// (Closures cannot be logged: durable workflows use `Codable` action types instead.)
+public struct AnyWorkflowAction<WorkflowType: Workflow>: WorkflowAction {
+    private enum Body: Sendable {
+        case plain(@Sendable (inout WorkflowType.State) -> WorkflowType.Output?)
+        case withContext(@Sendable (inout WorkflowType.State, ApplyContext<WorkflowType>) -> WorkflowType.Output?)
+        case output(any Sendable)
+    }
+
+    private let body: Body
+
+    /// An action that runs `body`.
+    public init(_ body: @escaping @Sendable (inout WorkflowType.State) -> WorkflowType.Output?) {
+        self.body = .plain(body)
+    }
+
+    /// An action that runs `body` with the apply context.
+    public init(withContext body: @escaping @Sendable (inout WorkflowType.State, ApplyContext<WorkflowType>) -> WorkflowType.Output?) {
+        self.body = .withContext(body)
+    }
+
+    /// An action that only emits `output`.
+    public init(sendingOutput output: WorkflowType.Output) where WorkflowType.Output: Sendable {
+        self.body = .output(output)
+    }
+
+    /// An action that changes nothing and emits nothing.
+    public static var noAction: Self { Self { _ in nil } }
+
+    public func apply(toState state: inout WorkflowType.State, context: ApplyContext<WorkflowType>) -> WorkflowType.Output? {
+        switch body {
+        case .plain(let body): return body(&state)
+        case .withContext(let body): return body(&state, context)
+        case .output(let output): return (output as! WorkflowType.Output)
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import Synchronization
+
+/// How a ``WorkflowHost`` runs: a value, passed once.
+public struct HostConfiguration: Sendable {
+    /// Hooks called as the runtime works (logging, metrics, tracing).
+    public var observers: [any WorkflowObserver]
+    /// What to do with programmer errors (default: stop the process with a clear message).
+    public var programmerErrors: ProgrammerErrorPolicy
+
+    /// A configuration with the given observers and programmer-error policy.
+    public init(observers: [any WorkflowObserver] = [], programmerErrors: ProgrammerErrorPolicy = .trap) {
+        self.observers = observers
+        self.programmerErrors = programmerErrors
+    }
+}
+
+/// Owns the root of a workflow tree, runs it, and publishes its renderings and outputs.
+///
+/// ## Concurrency model
+/// The host runs on one logical serial executor: a single drainer of a first-in-first-out queue.
+/// - A send (sink, worker output, `update(workflow:)`) made while the host is idle is applied on
+///   the calling thread, with its output cascade and exactly one render pass, before the call
+///   returns: the rendering read right after reflects it (rule R1).
+/// - A send made while an action is being applied (from an observer, a side effect, a callback on
+///   the same thread), or while another thread is running the host, is queued and applied right
+///   after, with its own render pass: never recursed, never dropped, never concurrent.
+/// - A send during a render pass is a programmer error (see ``ProgrammerErrorPolicy``).
+/// - Workers run as tasks on the global concurrent executor; their outputs enter the same queue.
+///
+/// Renderings are published after each render pass: ``rendering`` is the latest; ``renderings()``
+/// and ``observeRenderings(_:)`` start with the current rendering exactly once, then give exactly
+/// one per render pass. Outputs of the root reach ``outputs`` in order.
+public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Rendering: Sendable, W.Output: Sendable {
+    private let runtime: WorkflowRuntime<W>
+    private let observationIDs = Atomic<UInt64>(0)
+
+    /// Creates the root node from `workflow` and runs the first render pass before returning.
+    public init(workflow: W, configuration: HostConfiguration = HostConfiguration()) {
+        runtime = WorkflowRuntime(
+            workflow: workflow, observers: configuration.observers, programmerErrors: configuration.programmerErrors)
+    }
+
+    deinit {
+        runtime.enqueue(.stop(nil))
+        runtime.publisher.clear()
+    }
+
+    /// The latest published rendering.
+    public var rendering: W.Rendering { runtime.publisher.current }
+
+    /// Gives the root new props: `workflowDidChange(from:state:)`, then one render pass (R7).
+    public func update(workflow: W) {
+        runtime.enqueue(.updateRoot(workflow))
+    }
+
+    /// Renderings as an async sequence: the current one first, then one per render pass.
+    /// Each call starts a new, independent, unbounded stream; it finishes when the host stops.
+    public func renderings() -> AsyncStream<W.Rendering> {
+        runtime.publisher.stream()
+    }
+
+    /// Calls `callback` with the current rendering, then with each new one, on the thread running
+    /// the host, until the returned observation is cancelled or the host stops.
+    public func observeRenderings(_ callback: @escaping @Sendable (W.Rendering) -> Void) -> RenderingObservation {
+        let id = observationIDs.add(1, ordering: .relaxed).newValue
+        runtime.enqueue(.observe(id, { callback($0 as! W.Rendering) }))
+        let runtime = self.runtime
+        return RenderingObservation { runtime.enqueue(.unobserve(id)) }
+    }
+
+    /// The root's outputs, in order, from the first render pass on. One consumer: iterate it once.
+    public var outputs: AsyncStream<W.Output> { runtime.outputs }
+
+    /// Ends the tree: every node ends, every worker is cancelled and every side effect's lifetime
+    /// ends; later sends are discarded and reported. Queued work before the stop is applied first.
+    public func stop() {
+        runtime.enqueue(.stop(nil))
+    }
+
+    /// Stops (see ``stop()``) and returns once everything has ended.
+    public func stopAndWait() async {
+        await withCheckedContinuation { continuation in runtime.enqueue(.stop(continuation)) }
+    }
+}
+
+/// A running ``WorkflowHost/observeRenderings(_:)``; cancel it to stop the callbacks.
+public final class RenderingObservation: Sendable {
+    private let onCancel: Mutex<(@Sendable () -> Void)?>
+
+    init(onCancel: @escaping @Sendable () -> Void) {
+        self.onCancel = Mutex(onCancel)
+    }
+
+    /// Stops the callbacks (idempotent).
+    public func cancel() {
+        let action = onCancel.withLock { action in
+            defer { action = nil }
+            return action
+        }
+        action?()
+    }
+}
