@@ -288,6 +288,12 @@ public final class Environment: Sendable {
 
     /// The id of the last committed write transaction, by any process. Costs nanoseconds and
     /// sees other processes' commits at once: poll it to detect change.
+    ///
+    /// Compare it with the ``Transaction/id`` of the read transaction you last read from, not
+    /// with an earlier value of this property: LMDB writes the meta page (which this reads) a
+    /// moment before new read transactions can see the commit, so a read begun in that moment
+    /// still sees the previous snapshot. `lastTransactionID > lastReadTransaction.id` is the
+    /// reliable test for "there is something I have not read".
     public var lastTransactionID: UInt64 {
         var info = MDB_envinfo()
         mdb_env_info(handle, &info)

@@ -28,7 +28,8 @@ public struct Transaction<Mode: TransactionMode>: ~Copyable {
         self.state = state
     }
 
-    /// LMDB's id of this transaction; a write transaction's id becomes the environment's
+    /// LMDB's id of this transaction. A read transaction's id is that of the snapshot it sees
+    /// (the last commit visible to it); a write transaction's id becomes the environment's
     /// ``Environment/lastTransactionID`` when it commits.
     public var id: UInt64 { UInt64(mdb_txn_id(txn)) }
 

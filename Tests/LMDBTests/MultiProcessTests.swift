@@ -12,14 +12,15 @@ struct MultiProcessTests {
         let db: Database<UInt64, [UInt8]> = try env.database(named: "records")
         let child = try ChildProcess(["lmdb-append-slowly", dir.path, "40", "15"])
         #expect(child.readLine() == "ready")
-        var lastSeenID = env.lastTransactionID
+        // The reliable pattern: remember the id of the snapshot last read, and read again when
+        // lastTransactionID is past it (see Environment.lastTransactionID).
+        var lastReadID: UInt64 = 0
         var observedCounts: [Int] = []
         let deadline = ContinuousClock.now + .seconds(60)
         while observedCounts.last != 40 && ContinuousClock.now < deadline {
-            let id = env.lastTransactionID
-            guard id != lastSeenID else { usleep(200); continue }
-            lastSeenID = id
+            guard env.lastTransactionID > lastReadID else { usleep(200); continue }
             let count = try env.read { txn throws in
+                lastReadID = txn.id
                 var expected: UInt64 = 1
                 try txn.forEach(in: db) { key, value throws in
                     #expect(try UInt64(lmdbBytes: key) == expected)
