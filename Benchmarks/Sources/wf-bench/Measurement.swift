@@ -1,0 +1,52 @@
+import Foundation
+
+/// One measured figure: the median of several runs, with its spread and an optional ratio to a
+/// ceiling or peer measured in the same run.
+struct Measurement: Codable {
+    let scenario: String
+    let `case`: String
+    let metric: String
+    let median: Double
+    let min: Double
+    let max: Double
+    let runs: Int
+    var ratio: Double?
+    var ratioTo: String?
+    let detail: String
+
+    enum CodingKeys: String, CodingKey {
+        case scenario, `case`, metric, median, min, max, runs, ratio, detail
+        case ratioTo = "ratio_to"
+    }
+
+    /// Runs `body` `runs` times; each run returns one sample in the metric's unit.
+    static func measure(
+        _ scenario: String, _ name: String, metric: String, runs: Int, detail: String, _ body: () throws -> Double
+    ) rethrows -> Measurement {
+        var samples: [Double] = []
+        for _ in 0..<runs { samples.append(try body()) }
+        samples.sort()
+        let median = samples.count % 2 == 1
+            ? samples[samples.count / 2]
+            : (samples[samples.count / 2 - 1] + samples[samples.count / 2]) / 2
+        return Measurement(scenario: scenario, case: name, metric: metric, median: median,
+                           min: samples.first!, max: samples.last!, runs: runs, ratio: nil, ratioTo: nil, detail: detail)
+    }
+
+    /// This figure divided by `ceiling` (same metric), recorded with the ceiling's name.
+    func relative(to ceiling: Measurement) -> Measurement {
+        var copy = self
+        let higherIsBetter = metric.hasSuffix("_per_s")
+        copy.ratio = higherIsBetter ? median / ceiling.median : ceiling.median / median
+        copy.ratioTo = "\(ceiling.scenario)/\(ceiling.case)"
+        return copy
+    }
+}
+
+/// Seconds elapsed while running `body`.
+func seconds(_ body: () throws -> Void) rethrows -> Double {
+    let start = ContinuousClock.now
+    try body()
+    let elapsed = ContinuousClock.now - start
+    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+}

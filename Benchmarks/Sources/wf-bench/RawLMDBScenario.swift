@@ -1,0 +1,78 @@
+import Foundation
+import LMDB
+
+/// The ceiling: the same records and commit policies straight through the LMDB layer.
+enum RawLMDBScenario {
+    static let name = "raw-lmdb"
+    static let recordSize = 100
+
+    static func run(runs: Int, scale: Double) throws -> [Measurement] {
+        let value = [UInt8](repeating: 0xAB, count: recordSize)
+        var results: [Measurement] = []
+
+        func appendCase(_ caseName: String, durability: EnvironmentConfiguration.Durability, perCommit: Int, commits: Int, detail: String) throws {
+            let dir = try temporaryStore(caseName)
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let env = try Environment.open(path: dir, configuration: .init(durability: durability))
+            let db: Database<UInt64, [UInt8]> = try env.database(named: "log")
+            var next: UInt64 = 1
+            results.append(try Measurement.measure(name, caseName, metric: "appends_per_s", runs: runs, detail: detail) {
+                let elapsed = try seconds {
+                    for _ in 0..<commits {
+                        try env.write { txn in
+                            for _ in 0..<perCommit {
+                                try txn.append(value, forKey: next, in: db)
+                                next += 1
+                            }
+                        }
+                    }
+                }
+                return Double(perCommit * commits) / elapsed
+            })
+        }
+
+        let big = Int(200_000 * scale)
+        try appendCase("append-1txn", durability: .noSync, perCommit: big, commits: 1,
+                       detail: "\(big) appends of \(recordSize) B in one transaction")
+        try appendCase("commit-strict", durability: .strict, perCommit: 1, commits: max(20, Int(200 * scale)),
+                       detail: "1 append per commit, 2 fsyncs each")
+        try appendCase("batch100-strict", durability: .strict, perCommit: 100, commits: max(5, Int(50 * scale)),
+                       detail: "100 appends per commit, 2 fsyncs each")
+        try appendCase("commit-nometasync", durability: .noMetaSync, perCommit: 1, commits: max(20, Int(200 * scale)),
+                       detail: "1 append per commit, 1 fsync each")
+        try appendCase("commit-nosync", durability: .noSync, perCommit: 1, commits: Int(20_000 * scale),
+                       detail: "1 append per commit, no fsync")
+
+        // Scan: a full ordered read of a log.
+        let dir = try temporaryStore("scan")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let env = try Environment.open(path: dir, configuration: .init(durability: .noSync))
+        let db: Database<UInt64, [UInt8]> = try env.database(named: "log")
+        let entries = Int(1_000_000 * scale)
+        try env.write { txn in
+            for key in 1...UInt64(entries) { try txn.append(value, forKey: key, in: db) }
+        }
+        results.append(try Measurement.measure(name, "scan", metric: "entries_per_s", runs: runs,
+                                               detail: "forward cursor over \(entries) entries of \(recordSize) B") {
+            var seen = 0
+            let elapsed = try seconds {
+                try env.read { txn in
+                    try txn.forEach(in: db) { _, value in
+                        seen &+= value.count
+                        return true
+                    }
+                }
+            }
+            precondition(seen == entries * recordSize)
+            return Double(entries) / elapsed
+        })
+        return results
+    }
+}
+
+/// A fresh directory for one benchmark store.
+func temporaryStore(_ label: String) throws -> String {
+    let path = NSTemporaryDirectory() + "/wf-bench-\(label)-\(UUID().uuidString)"
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}

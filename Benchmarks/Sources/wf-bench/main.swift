@@ -1,0 +1,64 @@
+// wf-bench: measures the engine against the raw LMDB ceiling and its peers, in one run.
+//
+//   swift run -c release --package-path Benchmarks wf-bench [SCENARIO ...] [--json FILE] [--runs N] [--quick]
+import Foundation
+
+let scenarios: [(name: String, run: ((runs: Int, scale: Double)) throws -> [Measurement])?] = [
+    (RawLMDBScenario.name, { try RawLMDBScenario.run(runs: $0.runs, scale: $0.scale) }),
+    (RuntimeScenario.name, { RuntimeScenario.run(runs: $0.runs, scale: $0.scale) }),
+]
+let plannedScenarios = ["durable", "replay", "instances", "signals", "feedback", "sqlite"]
+
+var selected: [String] = []
+var jsonPath: String?
+var runs = 5
+var scale = 1.0
+var arguments = CommandLine.arguments.dropFirst()
+while let argument = arguments.popFirst() {
+    switch argument {
+    case "--json": jsonPath = arguments.popFirst()
+    case "--runs": runs = Int(arguments.popFirst() ?? "") ?? runs
+    case "--quick": scale = 0.1; runs = 3
+    case "--help", "-h":
+        print("usage: wf-bench [SCENARIO ...] [--json FILE] [--runs N] [--quick]")
+        print("scenarios: \((scenarios.compactMap { $0?.name } + plannedScenarios).joined(separator: ", "))")
+        exit(0)
+    default: selected.append(argument)
+    }
+}
+let available = scenarios.compactMap { $0 }
+let known = Set(available.map(\.name) + plannedScenarios)
+for name in selected where !known.contains(name) {
+    FileHandle.standardError.write(Data("wf-bench: unknown scenario '\(name)'\n".utf8))
+    exit(2)
+}
+let wanted = selected.isEmpty ? available.map(\.name) + plannedScenarios : selected
+
+let machine = Report.machine()
+print("wf-bench — \(machine["date"] ?? ""), \(machine["cores"] ?? "?") cores, \(machine["memory_gib"] ?? "?") GiB, \(machine["filesystem"] ?? "unknown filesystem")")
+print("median of \(runs) runs each\n")
+var all: [Measurement] = []
+for name in wanted {
+    guard let scenario = available.first(where: { $0.name == name }) else {
+        print("== \(name)\nnot there yet: the engine part it measures has not landed\n")
+        continue
+    }
+    do {
+        let results = try scenario.run((runs, scale))
+        all += results
+        print(Report.table(name, results))
+    } catch {
+        print("== \(name)\nfailed: \(error)\n")
+    }
+}
+
+if let jsonPath {
+    struct Output: Encodable {
+        let machine: [String: String]
+        let results: [Measurement]
+    }
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    try encoder.encode(Output(machine: machine, results: all)).write(to: URL(fileURLWithPath: jsonPath))
+    print("wrote \(jsonPath)")
+}
