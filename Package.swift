@@ -7,6 +7,11 @@ let package = Package(
     products: [
         .library(name: "LMDB", targets: ["LMDB"]),
         .library(name: "Workflow", targets: ["Workflow"]),
+        .library(name: "WorkflowTesting", targets: ["WorkflowTesting"]),
+        .library(name: "WorkflowLogging", targets: ["WorkflowLogging"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         // The system liblmdb (Debian: liblmdb-dev), found through pkg-config.
@@ -19,6 +24,10 @@ let package = Package(
         .target(name: "LMDB", dependencies: ["CLMDB"]),
         // The in-memory runtime: workflows, actions, sinks, children, workers, side effects, host.
         .target(name: "Workflow"),
+        // Render and action testers for users' own tests (works from Swift Testing and XCTest).
+        .target(name: "WorkflowTesting", dependencies: ["Workflow"]),
+        // A swift-log observer.
+        .target(name: "WorkflowLogging", dependencies: ["Workflow", .product(name: "Logging", package: "swift-log")]),
 
         // A helper executable that tests spawn as a real child process (crash and multi-process tests).
         // Test helpers shared by every test target and the child-process helper.
@@ -30,7 +39,7 @@ let package = Package(
             path: "Tests/Fixtures/WFTestChild"
         ),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "TestSupport", "wf-test-child"]),
-        .testTarget(name: "WorkflowTests", dependencies: ["Workflow", "TestSupport", "TestWorkflows", "wf-test-child"]),
+        .testTarget(name: "WorkflowTests", dependencies: ["Workflow", "WorkflowTesting", "WorkflowLogging", "TestSupport", "TestWorkflows", "wf-test-child"]),
     ],
     swiftLanguageModes: [.v6]
 )
