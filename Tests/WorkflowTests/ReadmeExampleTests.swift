@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+import Workflow
+
+// BEGIN README first-workflow
+/// A stopwatch-style counter: its state is an Int, its rendering is what a UI (or an API) shows.
+struct TapCounter: Workflow, Sendable {
+    /// Props: how much each tap adds.
+    var step = 1
+
+    struct Rendering: Sendable {
+        let taps: Int
+        let onTap: @Sendable () -> Void
+    }
+
+    /// The only way state changes: an action, applied by the runtime.
+    enum Action: WorkflowAction {
+        typealias WorkflowType = TapCounter
+        case tap
+
+        func apply(toState state: inout Int, context: ApplyContext<TapCounter>) -> Never? {
+            state += context.props.step
+            return nil
+        }
+    }
+
+    func makeInitialState() -> Int { 0 }
+
+    func render(state: Int, context: RenderContext<TapCounter>) -> Rendering {
+        let sink = context.makeSink(of: Action.self)
+        return Rendering(taps: state, onTap: { sink.send(.tap) })
+    }
+}
+
+func runTapCounter() -> Int {
+    let host = WorkflowHost(workflow: TapCounter(step: 2))
+    host.rendering.onTap()          // applied, cascaded and re-rendered before it returns
+    host.rendering.onTap()
+    return host.rendering.taps      // 4
+}
+// END README first-workflow
+
+@Suite("README")
+struct ReadmeExampleTests {
+    @Test("the README's first workflow compiles and runs as described")
+    func firstWorkflow() {
+        #expect(runTapCounter() == 4)
+    }
+
+    @Test("the README shows exactly the example this file compiles")
+    func readmeMatchesThisFile() throws {
+        let thisFile = URL(fileURLWithPath: #filePath)
+        let root = thisFile.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let source = try String(contentsOf: thisFile, encoding: .utf8)
+        func block(_ text: String, from start: String, to end: String) -> String? {
+            guard let s = text.range(of: start), let e = text.range(of: end, range: s.upperBound..<text.endIndex) else { return nil }
+            return text[s.upperBound..<e.lowerBound].trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let example = try #require(block(source, from: "// BEGIN README first-workflow", to: "// END README first-workflow"))
+        let shown = try #require(block(readme, from: "<!-- example: first-workflow -->\n```swift", to: "```"))
+        #expect(shown == example)
+    }
+}
