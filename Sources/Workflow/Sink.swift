@@ -60,7 +60,8 @@ struct SinkDelivery<Action: WorkflowAction>: QueuedWork {
     let action: Action
 
     func apply(to node: any AnyWorkflowNode) -> WorkOutcome {
-        guard let node = node as? WorkflowNode<Action.WorkflowType> else { return .discarded(.nodeEnded) }
+        // A sink addresses the node that declared it: its id names a WorkflowNode<Action.WorkflowType>.
+        let node = unsafeDowncast(node as AnyObject, to: WorkflowNode<Action.WorkflowType>.self)
         guard node.declaresSink(of: Action.self) else { return .discarded(.actionTypeNotDeclared) }
         node.apply(action, origin: .sink)
         return .applied

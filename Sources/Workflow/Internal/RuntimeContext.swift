@@ -4,11 +4,15 @@ final class RuntimeContext {
     unowned(unsafe) let queue: any ActionQueue
     let observers: [any WorkflowObserver]
     let programmerErrors: ProgrammerErrorPolicy
-    var nodes: [NodeID: any AnyWorkflowNode] = [:]
-    var effects = EffectBatch()
-    /// The workflow whose render is running, for the "sent during render" message.
-    var renderingWorkflow: String = ""
-    private var nextID: UInt64 = 1
+    // Not checked dynamically for exclusivity: drainer-only, never accessed re-entrantly.
+    @exclusivity(unchecked) var nodes: [NodeID: any AnyWorkflowNode] = [:]
+    @exclusivity(unchecked) var effects = EffectBatch()
+    /// The node whose render is running, for the "sent during render" message.
+    @exclusivity(unchecked) var renderingNode: NodeID = 0
+    @exclusivity(unchecked) private var nextID: UInt64 = 1
+
+    /// The type of the workflow whose render is running.
+    var renderingWorkflow: String { nodes[renderingNode]?.info.workflowType ?? "an unknown workflow" }
 
     init(queue: any ActionQueue, observers: [any WorkflowObserver], programmerErrors: ProgrammerErrorPolicy) {
         self.queue = queue

@@ -37,11 +37,11 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     private let outputContinuation: AsyncStream<Root.Output>.Continuation
 
     // Drainer-only state.
-    private var context: RuntimeContext!
-    private var root: WorkflowNode<Root>!
-    private var pendingOutputs: [Root.Output] = []
-    private var callbacks: [UInt64: @Sendable (Any) -> Void] = [:]
-    private var stopped = false
+    @exclusivity(unchecked) private var context: RuntimeContext!
+    @exclusivity(unchecked) private var root: WorkflowNode<Root>!
+    @exclusivity(unchecked) private var pendingOutputs: [Root.Output] = []
+    @exclusivity(unchecked) private var callbacks: [UInt64: @Sendable (Any) -> Void] = [:]
+    @exclusivity(unchecked) private var stopped = false
 
     init(workflow: Root, observers: [any WorkflowObserver], programmerErrors: ProgrammerErrorPolicy) {
         (outputs, outputContinuation) = AsyncStream.makeStream(of: Root.Output.self)
