@@ -60,6 +60,16 @@ public final class RenderContext<WorkflowType: Workflow> {
         backend.run(worker, key: key, outputMap: { $0 })
     }
 
+    /// A durable timer: while render passes declare it, `action` is sent once at `deadline`
+    /// (at once if the deadline has passed, e.g. after a restart). Compute the deadline from the
+    /// state (set it from ``ApplyContext/now`` in an action) so that replay declares the same one.
+    /// The action should change the state so that the timer is no longer declared.
+    public func runTimer<Action: WorkflowAction>(key: String, fireAt deadline: WallTime, action: @escaping () -> Action)
+    where Action.WorkflowType == WorkflowType {
+        guard checkValid("runTimer(key: \(key))") else { return }
+        backend.runTimer(key: key, deadline: deadline, action: action)
+    }
+
     /// Runs `action` once, after the first render pass that declares `key`; its lifetime ends
     /// at the first render pass that no longer declares it. Not run during durable replay.
     public func runSideEffect(key: some Hashable & Sendable, action: @escaping (Lifetime) -> Void) {
@@ -76,6 +86,8 @@ package protocol RenderContextBackend<WorkflowType>: AnyObject {
         _ child: Child, key: String, outputMap: @escaping (Child.Output) -> Action
     ) -> Child.Rendering where Action.WorkflowType == WorkflowType
     func run<W: Worker, Action: WorkflowAction>(_ worker: W, key: String, outputMap: @escaping (W.Output) -> Action)
+    where Action.WorkflowType == WorkflowType
+    func runTimer<Action: WorkflowAction>(key: String, deadline: WallTime, action: @escaping () -> Action)
     where Action.WorkflowType == WorkflowType
     func runSideEffect(key: AnyHashable, action: @escaping (Lifetime) -> Void)
 }

@@ -32,10 +32,14 @@ extension WorkflowAction {
 public struct ApplyContext<WorkflowType: Workflow> {
     /// The node's current props (the workflow value its parent last rendered).
     public let props: WorkflowType
+    /// The time the action was applied. Durable hosts log it and replay the same value, so use
+    /// it (never the system clock) for anything the state remembers, such as deadlines.
+    public let now: WallTime
 
-    /// Creates a context around `props`; the runtime and testers make these.
-    public init(props: WorkflowType) {
+    /// Creates a context around `props` at `now`; the runtime and testers make these.
+    public init(props: WorkflowType, now: WallTime = .now()) {
         self.props = props
+        self.now = now
     }
 }
 

@@ -6,11 +6,17 @@ public struct HostConfiguration: Sendable {
     public var observers: [any WorkflowObserver]
     /// What to do with programmer errors (default: stop the process with a clear message).
     public var programmerErrors: ProgrammerErrorPolicy
+    /// Where actions get their time and timers wait (default: the system clock).
+    public var clock: any WorkflowClock
 
-    /// A configuration with the given observers and programmer-error policy.
-    public init(observers: [any WorkflowObserver] = [], programmerErrors: ProgrammerErrorPolicy = .trap) {
+    /// A configuration with the given observers, programmer-error policy and clock.
+    public init(
+        observers: [any WorkflowObserver] = [], programmerErrors: ProgrammerErrorPolicy = .trap,
+        clock: any WorkflowClock = SystemClock()
+    ) {
         self.observers = observers
         self.programmerErrors = programmerErrors
+        self.clock = clock
     }
 }
 
@@ -36,8 +42,34 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
 
     /// Creates the root node from `workflow` and runs the first render pass before returning.
     public init(workflow: W, configuration: HostConfiguration = HostConfiguration()) {
-        runtime = WorkflowRuntime(
-            workflow: workflow, observers: configuration.observers, programmerErrors: configuration.programmerErrors)
+        do {
+            runtime = try WorkflowRuntime(
+                workflow: workflow, observers: configuration.observers, programmerErrors: configuration.programmerErrors,
+                clock: configuration.clock)
+        } catch {
+            preconditionFailure("an in-memory host cannot fail to start: \(error)")
+        }
+    }
+
+    /// A host whose applied actions go through `journal` (the durable engine), optionally
+    /// rebuilt by `replay` before anything is released.
+    package init(
+        workflow: W, configuration: HostConfiguration, journal: any RuntimeJournal,
+        restorer: (any StateRestorer)? = nil, replay: ((any ReplayDriver) throws -> Void)? = nil
+    ) throws {
+        runtime = try WorkflowRuntime(
+            workflow: workflow, observers: configuration.observers, programmerErrors: configuration.programmerErrors,
+            clock: configuration.clock, journal: journal, restorer: restorer, replay: replay)
+    }
+
+    /// The error that stopped a durable host (its log could not be written); `nil` while it runs.
+    /// Nothing that was not committed left the host; resume the instance from the store.
+    public var failure: (any Error)? { runtime.failure }
+
+    /// Returns once every action applied so far is committed (durable hosts with grouped
+    /// commits); at once for an in-memory host.
+    public func flush() async {
+        await withCheckedContinuation { continuation in runtime.enqueue(.flush(continuation)) }
     }
 
     deinit {

@@ -14,9 +14,17 @@ import Workflow
 public struct RenderTester<WorkflowType: Workflow> {
     let workflow: WorkflowType
     let state: WorkflowType.State
+    var now = WallTime.now()
     var children: [ChildExpectation] = []
     var workers: [WorkerExpectation] = []
     var sideEffects: [AnyHashable] = []
+    var timers: [TimerExpectation] = []
+
+    struct TimerExpectation {
+        let key: String
+        let deadline: WallTime?
+        let fires: Bool
+    }
 
     struct ChildExpectation {
         let type: Any.Type
@@ -30,6 +38,13 @@ public struct RenderTester<WorkflowType: Workflow> {
         let key: String
         let output: Any?
         let matches: (Any) -> Bool
+    }
+
+    /// The time actions see in ``ApplyContext/now`` (default: when the tester was made).
+    public func at(_ time: WallTime) -> Self {
+        var copy = self
+        copy.now = time
+        return copy
     }
 
     /// Expects a child of `type` under `key` that renders `rendering` and, optionally, emits `output`.
@@ -47,6 +62,14 @@ public struct RenderTester<WorkflowType: Workflow> {
     ) -> Self {
         var copy = self
         copy.workers.append(WorkerExpectation(type: type, key: key, output: output) { ($0 as? W).map(matching) ?? false })
+        return copy
+    }
+
+    /// Expects a durable timer under `key` (at `deadline`, if given); with `firing`, its action
+    /// is recorded as if the deadline had come.
+    public func expectTimer(key: String, deadline: WallTime? = nil, firing: Bool = false) -> Self {
+        var copy = self
+        copy.timers.append(TimerExpectation(key: key, deadline: deadline, fires: firing))
         return copy
     }
 
@@ -78,7 +101,7 @@ public struct RenderTester<WorkflowType: Workflow> {
         let actions = backend.actions.all
         for action in actions {
             guard let typed = action as? any WorkflowAction<WorkflowType> else { continue }
-            if let output = typed.apply(toState: &state, context: ApplyContext(props: workflow)) { outputs.append(output) }
+            if let output = typed.apply(toState: &state, context: ApplyContext(props: workflow, now: now)) { outputs.append(output) }
         }
         return RenderTesterResult(state: state, actions: actions, outputs: outputs)
     }

@@ -48,6 +48,19 @@ final class TestingBackend<WorkflowType: Workflow>: RenderContextBackend {
         if let output = expectation.output as? W.Output { actions.record(outputMap(output)) }
     }
 
+    func runTimer<Action: WorkflowAction>(key: String, deadline: WallTime, action: @escaping () -> Action)
+    where Action.WorkflowType == WorkflowType {
+        guard let index = expectations.timers.firstIndex(where: { $0.key == key }) else {
+            problems.add("unexpected timer \"\(key)\" at \(deadline)")
+            return
+        }
+        let expectation = expectations.timers.remove(at: index)
+        if let expected = expectation.deadline, expected != deadline {
+            problems.add("timer \"\(key)\" fires at \(deadline), expected \(expected)")
+        }
+        if expectation.fires { actions.record(action()) }
+    }
+
     func runSideEffect(key: AnyHashable, action: @escaping (Lifetime) -> Void) {
         guard let index = expectations.sideEffects.firstIndex(of: key) else {
             problems.add("unexpected side effect \(key)")
@@ -60,6 +73,7 @@ final class TestingBackend<WorkflowType: Workflow>: RenderContextBackend {
         for child in expectations.children { problems.add("expected child \(child.type) with key \"\(child.key)\" was not rendered") }
         for worker in expectations.workers { problems.add("expected worker \(worker.type) with key \"\(worker.key)\" was not run") }
         for key in expectations.sideEffects { problems.add("expected side effect \(key) was not run") }
+        for timer in expectations.timers { problems.add("expected timer \"\(timer.key)\" was not declared") }
     }
 }
 

@@ -16,6 +16,8 @@ enum QueueItem: Sendable {
     case observe(UInt64, @Sendable (Any) -> Void)
     /// Stop calling a rendering callback.
     case unobserve(UInt64)
+    /// Commit what is pending (durable hosts); resumes once it is committed and released.
+    case flush(CheckedContinuation<Void, Never>)
     /// End the tree; `completion` resumes when every worker and side effect has ended.
     case stop(CheckedContinuation<Void, Never>?)
 }
@@ -45,7 +47,7 @@ struct WorkerDelivery<Value: Sendable>: QueuedWork {
     let nodeID: NodeID
     let recordID: UInt64
     let value: Value
-    var origin: ActionOrigin { .worker }
+    let origin: ActionOrigin
 
     func apply(to node: any AnyWorkflowNode) -> WorkOutcome {
         node.deliverWorkerOutput(recordID: recordID, value: value)

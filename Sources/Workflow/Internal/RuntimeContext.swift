@@ -1,24 +1,40 @@
 /// The state a host's nodes share, touched only by the thread currently running the host
 /// (the single drainer of its queue), so it needs no lock of its own.
-final class RuntimeContext {
+final class RuntimeContext: RuntimeTree {
     unowned(unsafe) let queue: any ActionQueue
     let observers: [any WorkflowObserver]
     let programmerErrors: ProgrammerErrorPolicy
+    let clock: any WorkflowClock
+
     // Not checked dynamically for exclusivity: drainer-only, never accessed re-entrantly.
     @exclusivity(unchecked) var nodes: [NodeID: any AnyWorkflowNode] = [:]
+    @exclusivity(unchecked) var nodesByPath: [NodePath: any AnyWorkflowNode] = [:]
     @exclusivity(unchecked) var effects = EffectBatch()
     /// The node whose render is running, for the "sent during render" message.
     @exclusivity(unchecked) var renderingNode: NodeID = 0
+    /// The time stamped on the action being applied (logged, and replayed as logged).
+    @exclusivity(unchecked) var currentTime = WallTime(nanosecondsSinceEpoch: 0)
+    /// The log sequence of the entry whose render pass is running (durable hosts).
+    @exclusivity(unchecked) var currentSequence: UInt64 = 0
+    /// The durable instance's id, for worker idempotency keys.
+    @exclusivity(unchecked) var instanceID: String?
+    /// Replay applies logged entries: nothing is recorded, no output is kept.
+    @exclusivity(unchecked) var isReplaying = false
+    /// States recorded by a snapshot, for the nodes a resume creates.
+    @exclusivity(unchecked) var restorer: (any StateRestorer)?
+    /// The originating action just applied, for the journal.
+    @exclusivity(unchecked) var lastApplied: (action: any WorkflowAction, path: NodePath, origin: ActionOrigin)?
     @exclusivity(unchecked) private var nextID: UInt64 = 1
 
-    /// The type of the workflow whose render is running.
-    var renderingWorkflow: String { nodes[renderingNode]?.info.workflowType ?? "an unknown workflow" }
-
-    init(queue: any ActionQueue, observers: [any WorkflowObserver], programmerErrors: ProgrammerErrorPolicy) {
+    init(queue: any ActionQueue, observers: [any WorkflowObserver], programmerErrors: ProgrammerErrorPolicy, clock: any WorkflowClock) {
         self.queue = queue
         self.observers = observers
         self.programmerErrors = programmerErrors
+        self.clock = clock
     }
+
+    /// The type of the workflow whose render is running.
+    var renderingWorkflow: String { nodes[renderingNode]?.info.workflowType ?? "an unknown workflow" }
 
     func makeID() -> UInt64 {
         defer { nextID += 1 }
@@ -27,17 +43,30 @@ final class RuntimeContext {
 
     func register(_ node: any AnyWorkflowNode) {
         nodes[node.id] = node
+        nodesByPath[node.info.path] = node
         for observer in observers { observer.nodeDidStart(node.info) }
     }
 
     func unregister(_ node: any AnyWorkflowNode) {
         nodes[node.id] = nil
+        nodesByPath[node.info.path] = nil
         for observer in observers { observer.nodeDidEnd(node.info) }
     }
 
     func discarded(_ description: String, node: NodeInfo?, reason: DiscardReason, origin: ActionOrigin) {
         let discard = DiscardedAction(actionType: description, node: node, reason: reason, origin: origin)
         for observer in observers { observer.actionDiscarded(discard) }
+    }
+
+    // MARK: RuntimeTree
+
+    func nodeStates() -> [(path: NodePath, state: Any)] {
+        nodesByPath.values.map { ($0.info.path, $0.anyState) }.sorted { $0.path.description < $1.path.description }
+    }
+
+    func workerStarts() -> [(path: NodePath, key: String, sequence: UInt64)] {
+        nodesByPath.values.flatMap { node in node.workerStarts.map { (node.info.path, $0.key, $0.sequence) } }
+            .sorted { ($0.path.description, $0.key) < ($1.path.description, $1.key) }
     }
 }
 

@@ -1,6 +1,9 @@
 /// A declared worker of one node, and its running task.
 protocol WorkerRecordProtocol: AnyObject {
     var id: UInt64 { get }
+    var key: String { get }
+    /// The log sequence of the render pass that first declared it (idempotency keys).
+    var startSequence: UInt64 { get }
     /// Set by the render pass that stops declaring it: its queued outputs are then discarded.
     var ended: Bool { get set }
     func start(queue: any ActionQueue, observers: [any WorkflowObserver])
@@ -12,25 +15,37 @@ final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtoco
     let id: UInt64
     let key: String
     let worker: W
+    let origin: ActionOrigin
+    let startSequence: UInt64
+    let idempotencyKey: String?
     var outputMap: (W.Output) -> Action
     var ended = false
     private var task: Task<Void, Never>?
-    private unowned let node: WorkflowNode<Action.WorkflowType>
+    private unowned(unsafe) let node: WorkflowNode<Action.WorkflowType>
 
-    init(id: UInt64, key: String, worker: W, outputMap: @escaping (W.Output) -> Action, node: WorkflowNode<Action.WorkflowType>) {
+    init(
+        id: UInt64, key: String, worker: W, origin: ActionOrigin, startSequence: UInt64, idempotencyKey: String?,
+        outputMap: @escaping (W.Output) -> Action, node: WorkflowNode<Action.WorkflowType>
+    ) {
         self.id = id
         self.key = key
         self.worker = worker
+        self.origin = origin
+        self.startSequence = startSequence
+        self.idempotencyKey = idempotencyKey
         self.outputMap = outputMap
         self.node = node
     }
 
     func start(queue: any ActionQueue, observers: [any WorkflowObserver]) {
-        let worker = self.worker, nodeID = node.id, recordID = id
+        let worker = self.worker, nodeID = node.id, recordID = id, origin = self.origin
+        let idempotencyKey = self.idempotencyKey
         task = Task {
-            for await value in worker.run() {
-                if Task.isCancelled { break }
-                queue.enqueue(.work(WorkerDelivery(nodeID: nodeID, recordID: recordID, value: value), completion: nil))
+            await WorkerContext.$idempotencyKey.withValue(idempotencyKey) {
+                for await value in worker.run() {
+                    if Task.isCancelled { break }
+                    queue.enqueue(.work(WorkerDelivery(nodeID: nodeID, recordID: recordID, value: value, origin: origin), completion: nil))
+                }
             }
         }
         for observer in observers { observer.workerDidStart(node: node.info, workerType: "\(W.self)", key: key) }
@@ -46,7 +61,7 @@ final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtoco
     func deliver<Value>(_ value: Value) -> WorkOutcome {
         guard !ended else { return .discarded(.workerEnded) }
         guard let output = value as? W.Output else { return .discarded(.workerEnded) }
-        node.apply(outputMap(output), origin: .worker)
+        node.apply(outputMap(output), origin: origin)
         return .applied
     }
 }
@@ -61,4 +76,26 @@ struct WorkerKey: Hashable {
 struct ChildKey: Hashable {
     let type: ObjectIdentifier
     let key: String
+}
+
+/// The worker behind a durable timer: emits once at `deadline` (at once if it has passed).
+struct DeadlineWorker: Worker {
+    let deadline: WallTime
+    let clock: any WorkflowClock
+
+    func run() -> AsyncStream<Void> {
+        let deadline = self.deadline, clock = self.clock
+        return AsyncStream { continuation in
+            let task = Task {
+                do {
+                    try await clock.sleep(until: deadline)
+                    continuation.yield(())
+                } catch {}
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    func isEquivalent(to other: DeadlineWorker) -> Bool { deadline == other.deadline }
 }

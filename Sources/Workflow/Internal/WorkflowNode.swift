@@ -2,6 +2,10 @@
 protocol AnyWorkflowNode: AnyObject {
     var id: NodeID { get }
     var info: NodeInfo { get }
+    /// The node's state, boxed (snapshots, digests, time travel).
+    var anyState: Any { get }
+    /// The declared workers' keys and start sequences.
+    var workerStarts: [(key: String, sequence: UInt64)] { get }
     /// Ends the node, its children, workers and side effects (effects are queued in the batch).
     func tearDown()
     func deliverWorkerOutput<Value>(recordID: UInt64, value: Value) -> WorkOutcome
@@ -41,7 +45,7 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
         self.id = runtime.makeID()
         self.info = NodeInfo(path: path)
         self.workflow = workflow
-        self.state = workflow.makeInitialState()
+        self.state = runtime.restorer?.restoredState(at: path, as: W.State.self) ?? workflow.makeInitialState()
         self.runtime = runtime
         self.context = RenderContext(backend: self, programmerErrors: runtime.programmerErrors)
         runtime.register(self)
@@ -61,9 +65,16 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
         let completions = runtime.observers.isEmpty ? [] : runtime.observers.compactMap {
             $0.actionWillApply(ActionEvent(node: info, action: action, origin: origin, stateBefore: state))
         }
-        let output = action.apply(toState: &state, context: ApplyContext(props: workflow))
+        if let origin { runtime.lastApplied = (action, info.path, origin) }
+        let output = action.apply(toState: &state, context: ApplyContext(props: workflow, now: runtime.currentTime))
         for completion in completions { completion(state, output) }
         if let output { outputHandler?(output) }
+    }
+
+    var anyState: Any { state }
+
+    var workerStarts: [(key: String, sequence: UInt64)] {
+        workers.values.map { ($0.key, $0.startSequence) }
     }
 
     func declaresSink<Action>(of type: Action.Type) -> Bool {
@@ -158,6 +169,17 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
 
     func run<Wk: Worker, Action: WorkflowAction>(_ worker: Wk, key: String, outputMap: @escaping (Wk.Output) -> Action)
     where Action.WorkflowType == W {
+        declareWorker(worker, key: key, origin: .worker, outputMap: outputMap)
+    }
+
+    func runTimer<Action: WorkflowAction>(key: String, deadline: WallTime, action: @escaping () -> Action)
+    where Action.WorkflowType == W {
+        declareWorker(DeadlineWorker(deadline: deadline, clock: runtime.clock), key: key, origin: .timer) { _ in action() }
+    }
+
+    private func declareWorker<Wk: Worker, Action: WorkflowAction>(
+        _ worker: Wk, key: String, origin: ActionOrigin, outputMap: @escaping (Wk.Output) -> Action
+    ) where Action.WorkflowType == W {
         let workerKey = WorkerKey(type: ObjectIdentifier(Wk.self), key: key)
         if nextWorkers[workerKey] != nil {
             runtime.programmerErrors.raise(
@@ -172,7 +194,11 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
             }
             end(existing)
         }
-        let record = WorkerRecord(id: runtime.makeID(), key: key, worker: worker, outputMap: outputMap, node: self)
+        let startSequence = runtime.restorer?.restoredWorkerStart(at: info.path, key: key) ?? runtime.currentSequence
+        let idempotencyKey = runtime.instanceID.map { "\($0)/\(info.path)/\(key)/\(startSequence)" }
+        let record = WorkerRecord(
+            id: runtime.makeID(), key: key, worker: worker, origin: origin, startSequence: startSequence,
+            idempotencyKey: idempotencyKey, outputMap: outputMap, node: self)
         nextWorkers[workerKey] = record
         workersByID[record.id] = record
         runtime.effects.workersToStart.append(record)

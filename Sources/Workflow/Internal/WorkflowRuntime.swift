@@ -13,11 +13,15 @@ import Darwin
 /// send on an idle host is applied before `send` returns; a send that arrives while an action is
 /// being applied (on the drainer's own thread) or while another thread drains is queued and
 /// applied right after, in order: never recursed, never dropped, never concurrent.
+///
+/// With a journal (a durable host), the consequences of each applied item are held until the
+/// journal says its entry is committed, then released in order.
 final class WorkflowRuntime<Root: Workflow & Sendable>: ActionQueue, @unchecked Sendable
 where Root.Rendering: Sendable, Root.Output: Sendable {
-    // @unchecked Sendable: the stored properties below the queue are touched only by the current
-    // drainer. The `inbox` mutex hands the drainer role to one thread at a time (`draining`), and
-    // its lock/unlock orders each drainer's writes before the next drainer's reads.
+    // @unchecked Sendable: the stored properties marked "drainer-only" are touched only by the
+    // current drainer. The `inbox` mutex hands the drainer role to one thread at a time
+    // (`draining`), and its lock/unlock orders each drainer's writes before the next one's reads.
+    // `failure` has its own lock; the rest is immutable or thread-safe.
 
     private struct Inbox {
         var queue = FIFO<QueueItem>()
@@ -31,32 +35,68 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     private let inbox = Mutex(Inbox())
     private let drainerThread = Atomic<UInt>(0)
     private let phase = Atomic<UInt8>(Phase.idle.rawValue)
+    private let failureState = Mutex<(any Error)?>(nil)
 
     let publisher = RenderingPublisher<Root.Rendering>()
     let outputs: AsyncStream<Root.Output>
     private let outputContinuation: AsyncStream<Root.Output>.Continuation
+    private let journal: (any RuntimeJournal)?
 
-    // Drainer-only state.
+    // Drainer-only state (see above); exclusivity is not checked dynamically on it.
     @exclusivity(unchecked) private var context: RuntimeContext!
     @exclusivity(unchecked) private var root: WorkflowNode<Root>!
+    @exclusivity(unchecked) private var pendingRenderings: [Root.Rendering] = []
     @exclusivity(unchecked) private var pendingOutputs: [Root.Output] = []
+    @exclusivity(unchecked) private var pendingCompletions: [CheckedContinuation<Bool, Never>] = []
+    @exclusivity(unchecked) private var pendingFlushes: [CheckedContinuation<Void, Never>] = []
+    @exclusivity(unchecked) private var uncommitted = false
     @exclusivity(unchecked) private var callbacks: [UInt64: @Sendable (Any) -> Void] = [:]
     @exclusivity(unchecked) private var stopped = false
 
-    init(workflow: Root, observers: [any WorkflowObserver], programmerErrors: ProgrammerErrorPolicy) {
+    /// Builds the tree and runs the first render pass on the calling thread. With `replay`, the
+    /// logged entries are applied before anything is released.
+    init(
+        workflow: Root, observers: [any WorkflowObserver], programmerErrors: ProgrammerErrorPolicy,
+        clock: any WorkflowClock = SystemClock(), journal: (any RuntimeJournal)? = nil,
+        restorer: (any StateRestorer)? = nil, replay: ((any ReplayDriver) throws -> Void)? = nil
+    ) throws {
         (outputs, outputContinuation) = AsyncStream.makeStream(of: Root.Output.self)
-        context = RuntimeContext(queue: self, observers: observers, programmerErrors: programmerErrors)
+        self.journal = journal
+        context = RuntimeContext(queue: self, observers: observers, programmerErrors: programmerErrors, clock: clock)
+        context.restorer = restorer
+        context.instanceID = journal?.instanceID
+        context.currentSequence = journal?.currentSequence ?? 0
         // The first render pass runs here, with this thread as the drainer.
         inbox.withLock { $0.draining = true }
         let me = currentThread()
         drainerThread.store(me, ordering: .relaxed)
+        context.isReplaying = replay != nil
+        context.currentTime = clock.now()
         root = WorkflowNode(workflow: workflow, path: NodePath(segments: [
             .init(workflowType: NodePath.typeName(Root.self), key: "")
         ]), runtime: context)
-        root.outputHandler = { [unowned self] output in self.pendingOutputs.append(output) }
-        renderAndRelease()
+        root.outputHandler = { [unowned(unsafe) self] output in
+            if !self.context.isReplaying { self.pendingOutputs.append(output) }
+        }
+        renderPass()
+        context.restorer = nil
+        if let replay {
+            do {
+                try replay(Replayer(runtime: self))
+            } catch {
+                context.isReplaying = false
+                fail(error)
+                drain(me, alreadyDraining: true)
+                throw error
+            }
+            context.isReplaying = false
+        }
+        releasePending()
         drain(me, alreadyDraining: true)
     }
+
+    /// The error that stopped the host (a durable host whose log could not be written).
+    var failure: (any Error)? { failureState.withLock { $0 } }
 
     // MARK: Queue
 
@@ -78,14 +118,22 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     private func drain(_ me: UInt, alreadyDraining: Bool) {
         if !alreadyDraining { drainerThread.store(me, ordering: .relaxed) }
         while true {
-            let next = inbox.withLock { inbox -> QueueItem? in
-                if let item = inbox.queue.popFirst() { return item }
+            if let item = inbox.withLock({ $0.queue.popFirst() }) {
+                process(item)
+                continue
+            }
+            // The queue ran empty: a durable host commits what is pending (group commit).
+            if uncommitted {
+                commitPendingAndRelease()
+                continue
+            }
+            let done = inbox.withLock { inbox -> Bool in
+                guard inbox.queue.isEmpty else { return false }
                 drainerThread.store(0, ordering: .relaxed)
                 inbox.draining = false
-                return nil
+                return true
             }
-            guard let next else { return }
-            process(next)
+            if done { return }
         }
     }
 
@@ -95,26 +143,44 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         switch item {
         case .work(let work, let completion):
             let outcome = applyWork(work)
-            completion?.resume(returning: outcome == .applied)
+            if let completion {
+                if outcome == .applied && uncommitted {
+                    pendingCompletions.append(completion)
+                } else {
+                    completion.resume(returning: outcome == .applied)
+                }
+            }
         case .updateRoot(let boxed):
             guard !stopped, let workflow = boxed as? Root else { return }
             setPhase(.applying)
+            context.currentTime = context.clock.now()
             root.update(workflow: workflow)
-            renderAndRelease()
+            if let journal {
+                do {
+                    try journal.record(props: workflow, time: context.currentTime, tree: context)
+                    context.currentSequence = journal.currentSequence
+                } catch {
+                    fail(error)
+                    return
+                }
+            }
+            renderPassAndRelease()
         case .observe(let id, let callback):
             guard !stopped else { return }
             callbacks[id] = callback
             callback(publisher.current as Any)
         case .unobserve(let id):
             callbacks[id] = nil
+        case .flush(let completion):
+            if uncommitted { commitPendingAndRelease() }
+            if uncommitted { pendingFlushes.append(completion) } else { completion.resume() }
         case .stop(let completion):
             if !stopped {
+                if uncommitted { commitPendingAndRelease() }
                 stopped = true
                 root.tearDown()
                 context.effects.release(queue: self, observers: context.observers)
-                callbacks.removeAll()
-                publisher.finish()
-                outputContinuation.finish()
+                endStreams()
             }
             completion?.resume()
         }
@@ -130,18 +196,29 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             return .discarded(.nodeEnded)
         }
         setPhase(.applying)
+        context.currentTime = context.clock.now()
         let outcome = work.apply(to: node)
         if case .discarded(let reason) = outcome {
             setPhase(.idle)
             context.discarded(work.description, node: node.info, reason: reason, origin: work.origin)
             return outcome
         }
-        renderAndRelease()
-        return outcome
+        if let journal, let applied = context.lastApplied {
+            context.lastApplied = nil
+            do {
+                try journal.record(action: applied.action, at: applied.path, origin: applied.origin, time: context.currentTime, tree: context)
+                context.currentSequence = journal.currentSequence
+            } catch {
+                fail(error)
+                return .discarded(.hostStopped)
+            }
+        }
+        renderPassAndRelease()
+        return stopped ? .discarded(.hostStopped) : outcome
     }
 
-    /// One render pass from the root, then the release of its consequences.
-    private func renderAndRelease() {
+    /// One render pass from the root; its rendering and effects join the pending ones.
+    private func renderPass() {
         setPhase(.rendering)
         let finish = context.observers.isEmpty ? [] : context.observers.compactMap { $0.renderPassWillStart() }
         let start = finish.isEmpty ? nil : ContinuousClock.now
@@ -150,15 +227,91 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             let duration = ContinuousClock.now - start
             for completion in finish { completion(duration) }
         }
+        if context.isReplaying { pendingRenderings.removeAll(keepingCapacity: true) }
+        pendingRenderings.append(rendering)
+        setPhase(.idle)
+    }
+
+    /// A render pass, then the release of everything pending once the journal (if any) says it
+    /// is committed.
+    private func renderPassAndRelease() {
+        renderPass()
+        guard let journal else {
+            releasePending()
+            return
+        }
+        do {
+            if try journal.renderPassDidFinish(tree: context) {
+                uncommitted = false
+                releasePending()
+            } else {
+                uncommitted = true
+            }
+        } catch {
+            fail(error)
+        }
+    }
+
+    private func commitPendingAndRelease() {
+        guard let journal else { return }
+        do {
+            if try journal.commitPending() {
+                uncommitted = false
+                releasePending()
+            }
+        } catch {
+            fail(error)
+        }
+    }
+
+    /// Publishes pending renderings (each, in order), delivers outputs, stops and starts workers
+    /// and side effects, and resumes waiters.
+    private func releasePending() {
         setPhase(.releasing)
         context.effects.release(queue: self, observers: context.observers)
-        publisher.publish(rendering)
-        for callback in callbacks.values { callback(rendering) }
+        for rendering in pendingRenderings {
+            publisher.publish(rendering)
+            for callback in callbacks.values { callback(rendering) }
+        }
+        pendingRenderings.removeAll(keepingCapacity: true)
         if !pendingOutputs.isEmpty {
             for output in pendingOutputs { outputContinuation.yield(output) }
             pendingOutputs.removeAll(keepingCapacity: true)
         }
+        if !pendingCompletions.isEmpty {
+            for completion in pendingCompletions { completion.resume(returning: true) }
+            pendingCompletions.removeAll()
+        }
+        if !pendingFlushes.isEmpty {
+            for flush in pendingFlushes { flush.resume() }
+            pendingFlushes.removeAll()
+        }
         setPhase(.idle)
+    }
+
+    /// Stops the host after a journal failure: nothing uncommitted leaves the runtime.
+    private func fail(_ error: any Error) {
+        failureState.withLock { $0 = $0 ?? error }
+        stopped = true
+        uncommitted = false
+        pendingRenderings.removeAll()
+        pendingOutputs.removeAll()
+        context.effects.workersToStart.removeAll()
+        context.effects.sideEffectsToStart.removeAll()
+        root.tearDown()
+        context.effects.release(queue: self, observers: context.observers)
+        for completion in pendingCompletions { completion.resume(returning: false) }
+        pendingCompletions.removeAll()
+        for flush in pendingFlushes { flush.resume() }
+        pendingFlushes.removeAll()
+        endStreams()
+        setPhase(.idle)
+    }
+
+    private func endStreams() {
+        callbacks.removeAll()
+        publisher.finish()
+        outputContinuation.finish()
     }
 
     @inline(__always)
@@ -171,6 +324,38 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         case .work(let work, _): return "An action (\(work.description))"
         case .updateRoot: return "A props update"
         default: return "A request"
+        }
+    }
+
+    // MARK: Replay
+
+    /// Applies logged entries during init, on the init thread (the drainer).
+    private struct Replayer: ReplayDriver {
+        unowned(unsafe) let runtime: WorkflowRuntime
+
+        var tree: any RuntimeTree { runtime.context }
+
+        func apply<Action: WorkflowAction>(
+            _ action: Action, at path: NodePath, origin: ActionOrigin, time: WallTime, sequence: UInt64
+        ) throws(ReplayMismatch) {
+            guard let found = runtime.context.nodesByPath[path] else { throw .noNode(path) }
+            guard let node = found as? WorkflowNode<Action.WorkflowType> else {
+                throw .wrongWorkflowType(path, expected: NodePath.typeName(Action.WorkflowType.self))
+            }
+            runtime.context.currentTime = time
+            runtime.setPhase(.applying)
+            node.apply(action, origin: origin)
+            runtime.context.lastApplied = nil
+            runtime.context.currentSequence = sequence
+            runtime.renderPass()
+        }
+
+        func updateRoot(props: any Sendable, time: WallTime, sequence: UInt64) throws(ReplayMismatch) {
+            guard let workflow = props as? Root else { throw .wrongPropsType("\(type(of: props))") }
+            runtime.context.currentTime = time
+            runtime.root.update(workflow: workflow)
+            runtime.context.currentSequence = sequence
+            runtime.renderPass()
         }
     }
 }
@@ -196,7 +381,7 @@ final class RenderingPublisher<Rendering: Sendable>: Sendable {
 
     private let state = Mutex(State())
 
-    /// The latest rendering (set by the first render pass, before anyone can ask).
+    /// The latest rendering (set by the first release, before anyone can ask).
     var current: Rendering { state.withLock { $0.current! } }
 
     func publish(_ rendering: Rendering) {

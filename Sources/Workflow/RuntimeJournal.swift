@@ -1,0 +1,67 @@
+/// How a durable engine plugs into the runtime (package-internal: users never implement it).
+///
+/// Every method is called on the thread running the host, in the order things happen:
+/// `record` right after an originating action (or props update) is applied and before its render
+/// pass; `renderPassDidFinish` after that pass; `commitPending` when the queue runs empty or a
+/// flush is asked for. Effects of everything recorded (renderings, outputs, workers, side effects,
+/// `sendAndWait` completions) are released only once a call returns `true`: committed (D2).
+/// A thrown error stops the host: nothing uncommitted is released, the log stays the truth.
+package protocol RuntimeJournal: AnyObject {
+    /// Records an action applied to the node at `path`.
+    func record(action: any WorkflowAction, at path: NodePath, origin: ActionOrigin, time: WallTime, tree: any RuntimeTree) throws
+    /// Records new root props.
+    func record(props: any Sendable, time: WallTime, tree: any RuntimeTree) throws
+    /// The render pass for the last recorded entry finished; returns whether everything recorded
+    /// so far is committed.
+    func renderPassDidFinish(tree: any RuntimeTree) throws -> Bool
+    /// Commits whatever is pending; returns whether everything recorded is committed.
+    func commitPending() throws -> Bool
+    /// The sequence of the latest recorded entry (0 before the first).
+    var currentSequence: UInt64 { get }
+    /// The instance's id, for worker idempotency keys.
+    var instanceID: String { get }
+}
+
+/// Reads node states during a journal callback (snapshots, digests).
+package protocol RuntimeTree {
+    /// Every live node's path and state, ordered by path description.
+    func nodeStates() -> [(path: NodePath, state: Any)]
+    /// Every declared worker's node path, key and start sequence.
+    func workerStarts() -> [(path: NodePath, key: String, sequence: UInt64)]
+}
+
+/// Gives nodes created during a resume the states a snapshot recorded.
+package protocol StateRestorer: AnyObject {
+    /// The state recorded for the node at `path`, or `nil` to start from `makeInitialState()`.
+    func restoredState<State>(at path: NodePath, as type: State.Type) -> State?
+    /// The sequence at which the worker under `key` of the node at `path` first started.
+    func restoredWorkerStart(at path: NodePath, key: String) -> UInt64?
+}
+
+/// Why a logged entry could not be replayed onto the tree.
+package enum ReplayMismatch: Error, Equatable {
+    /// No live node has the entry's path.
+    case noNode(NodePath)
+    /// The node at the path is not of the action's workflow type.
+    case wrongWorkflowType(NodePath, expected: String)
+    /// The props entry does not hold the root's workflow type.
+    case wrongPropsType(String)
+}
+
+/// Drives a replay: applies logged entries to the tree with their logged times, one render pass
+/// each, without releasing any effect.
+package protocol ReplayDriver {
+    func apply<Action: WorkflowAction>(
+        _ action: Action, at path: NodePath, origin: ActionOrigin, time: WallTime, sequence: UInt64
+    ) throws(ReplayMismatch)
+    func updateRoot(props: any Sendable, time: WallTime, sequence: UInt64) throws(ReplayMismatch)
+    var tree: any RuntimeTree { get }
+}
+
+/// Set for the task of a worker: the key stays the same when a worker that was running at a
+/// crash is started again after replay, so it can be passed to external systems as an
+/// idempotency key.
+public enum WorkerContext {
+    /// `instance/node-path/worker-key/start-sequence` for a durable host; `nil` in memory.
+    @TaskLocal public static var idempotencyKey: String?
+}
