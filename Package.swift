@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "Workflow", targets: ["Workflow"]),
         .library(name: "WorkflowTesting", targets: ["WorkflowTesting"]),
         .library(name: "WorkflowLogging", targets: ["WorkflowLogging"]),
+        .library(name: "DurableWorkflow", targets: ["DurableWorkflow"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
@@ -26,19 +27,25 @@ let package = Package(
         .target(name: "Workflow"),
         // Render and action testers for users' own tests (works from Swift Testing and XCTest).
         .target(name: "WorkflowTesting", dependencies: ["Workflow"]),
+        // The durable engine: every applied action in the LMDB log, state rebuilt by replay.
+        .target(name: "DurableWorkflow", dependencies: ["Workflow", "LMDB"]),
         // A swift-log observer.
         .target(name: "WorkflowLogging", dependencies: ["Workflow", .product(name: "Logging", package: "swift-log")]),
 
         // A helper executable that tests spawn as a real child process (crash and multi-process tests).
         // Test helpers shared by every test target and the child-process helper.
         .target(name: "TestSupport", dependencies: [], path: "Tests/TestSupport"),
-        .target(name: "TestWorkflows", dependencies: ["Workflow"], path: "Tests/Fixtures/TestWorkflows"),
+        .target(name: "TestWorkflows", dependencies: ["Workflow", "DurableWorkflow"], path: "Tests/Fixtures/TestWorkflows"),
         .executableTarget(
             name: "wf-test-child",
-            dependencies: ["LMDB", "Workflow", "TestSupport", "TestWorkflows"],
+            dependencies: ["LMDB", "Workflow", "DurableWorkflow", "TestSupport", "TestWorkflows"],
             path: "Tests/Fixtures/WFTestChild"
         ),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "TestSupport", "wf-test-child"]),
+        .testTarget(
+            name: "DurableWorkflowTests",
+            dependencies: ["DurableWorkflow", "Workflow", "WorkflowTesting", "LMDB", "TestSupport", "TestWorkflows", "wf-test-child"]
+        ),
         .testTarget(name: "WorkflowTests", dependencies: ["Workflow", "WorkflowTesting", "WorkflowLogging", "TestSupport", "TestWorkflows", "wf-test-child"]),
     ],
     swiftLanguageModes: [.v6]

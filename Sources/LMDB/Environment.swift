@@ -136,12 +136,23 @@ public final class Environment: Sendable {
     /// Runs `body` in the write transaction and commits when it returns; aborts and rethrows
     /// when it throws. On a full map the map grows and `body` runs again (see the type's notes).
     /// Do not call from inside another transaction's closure on the same thread.
-    public func write<R>(_ body: (borrowing WriteTransaction) throws -> R) throws -> R {
+    ///
+    /// `durability` relaxes the environment's durability for this one commit (`noMetaSync` or
+    /// `noSync`); `nil` uses the environment's.
+    public func write<R>(
+        durability: EnvironmentConfiguration.Durability? = nil, _ body: (borrowing WriteTransaction) throws -> R
+    ) throws -> R {
         try requireWritable("begin a write transaction")
+        let flags: UInt32
+        switch durability {
+        case nil, .strict?: flags = 0
+        case .noMetaSync?: flags = UInt32(MDB_NOMETASYNC)
+        case .noSync?: flags = UInt32(MDB_NOSYNC)
+        }
         while true {
             let outcome: WriteOutcome<R> = try gate.withShared { () throws -> WriteOutcome<R> in
                 var txn: OpaquePointer?
-                var rc = mdb_txn_begin(handle, nil, 0, &txn)
+                var rc = mdb_txn_begin(handle, nil, flags, &txn)
                 if rc == MDB_MAP_RESIZED { return .retryAfterResize }
                 guard rc == 0, let txn else { throw LMDBError.from(code: rc, path: path, operation: "begin a write transaction") }
                 var state = TransactionState()

@@ -55,11 +55,23 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
     /// rebuilt by `replay` before anything is released.
     package init(
         workflow: W, configuration: HostConfiguration, journal: any RuntimeJournal,
-        restorer: (any StateRestorer)? = nil, replay: ((any ReplayDriver) throws -> Void)? = nil
+        restorer: (any StateRestorer)? = nil, initialSequence: UInt64? = nil,
+        replay: ((any ReplayDriver) throws -> Void)? = nil
     ) throws {
         runtime = try WorkflowRuntime(
             workflow: workflow, observers: configuration.observers, programmerErrors: configuration.programmerErrors,
-            clock: configuration.clock, journal: journal, restorer: restorer, replay: replay)
+            clock: configuration.clock, journal: journal, restorer: restorer, initialSequence: initialSequence, replay: replay)
+    }
+
+    /// Builds the tree from `workflow` (and `restorer`), runs `replay`, hands the tree to
+    /// `inspect`, and ends it: no worker, side effect, rendering or output ever leaves.
+    package static func inspect(
+        workflow: W, configuration: HostConfiguration, restorer: (any StateRestorer)?, initialSequence: UInt64,
+        replay: @escaping (any ReplayDriver) throws -> Void, inspect: @escaping (any RuntimeTree) -> Void
+    ) throws {
+        _ = try WorkflowRuntime(
+            workflow: workflow, observers: [], programmerErrors: configuration.programmerErrors, clock: configuration.clock,
+            restorer: restorer, initialSequence: initialSequence, replay: replay, inspect: inspect)
     }
 
     /// The error that stopped a durable host (its log could not be written); `nil` while it runs.

@@ -58,14 +58,15 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     init(
         workflow: Root, observers: [any WorkflowObserver], programmerErrors: ProgrammerErrorPolicy,
         clock: any WorkflowClock = SystemClock(), journal: (any RuntimeJournal)? = nil,
-        restorer: (any StateRestorer)? = nil, replay: ((any ReplayDriver) throws -> Void)? = nil
+        restorer: (any StateRestorer)? = nil, initialSequence: UInt64? = nil,
+        replay: ((any ReplayDriver) throws -> Void)? = nil, inspect: ((any RuntimeTree) -> Void)? = nil
     ) throws {
         (outputs, outputContinuation) = AsyncStream.makeStream(of: Root.Output.self)
         self.journal = journal
         context = RuntimeContext(queue: self, observers: observers, programmerErrors: programmerErrors, clock: clock)
         context.restorer = restorer
         context.instanceID = journal?.instanceID
-        context.currentSequence = journal?.currentSequence ?? 0
+        context.currentSequence = initialSequence ?? journal?.currentSequence ?? 0
         // The first render pass runs here, with this thread as the drainer.
         inbox.withLock { $0.draining = true }
         let me = currentThread()
@@ -90,6 +91,13 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
                 throw error
             }
             context.isReplaying = false
+        }
+        if let inspect {
+            // Inspection only: nothing is released, no worker or side effect ever starts.
+            inspect(context)
+            stopWithoutReleasing()
+            drain(me, alreadyDraining: true)
+            return
         }
         releasePending()
         drain(me, alreadyDraining: true)
@@ -292,6 +300,10 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     /// Stops the host after a journal failure: nothing uncommitted leaves the runtime.
     private func fail(_ error: any Error) {
         failureState.withLock { $0 = $0 ?? error }
+        stopWithoutReleasing()
+    }
+
+    private func stopWithoutReleasing() {
         stopped = true
         uncommitted = false
         pendingRenderings.removeAll()

@@ -1,0 +1,51 @@
+/// Appends little-endian integers and length-prefixed bytes.
+struct ByteWriter {
+    var bytes: [UInt8] = []
+
+    init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
+
+    mutating func write<T: FixedWidthInteger>(_ value: T) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func write(_ text: String) {
+        let utf8 = Array(text.utf8)
+        write(UInt32(utf8.count))
+        bytes.append(contentsOf: utf8)
+    }
+
+    mutating func write(block: [UInt8]) {
+        write(UInt32(block.count))
+        bytes.append(contentsOf: block)
+    }
+}
+
+/// Reads what a ``ByteWriter`` wrote; every read checks the remaining length.
+struct ByteReader {
+    let bytes: UnsafeRawBufferPointer
+    private(set) var offset = 0
+
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    struct Truncated: Error {}
+
+    var remaining: Int { bytes.count - offset }
+
+    mutating func read<T: FixedWidthInteger>(_ type: T.Type = T.self) throws(Truncated) -> T {
+        let size = MemoryLayout<T>.size
+        guard remaining >= size else { throw Truncated() }
+        defer { offset += size }
+        return T(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: T.self))
+    }
+
+    mutating func readBlock() throws(Truncated) -> [UInt8] {
+        let count = Int(try read(UInt32.self))
+        guard remaining >= count else { throw Truncated() }
+        defer { offset += count }
+        return Array(bytes[offset..<offset + count])
+    }
+
+    mutating func readString() throws(Truncated) -> String {
+        String(decoding: try readBlock(), as: UTF8.self)
+    }
+}

@@ -1,0 +1,58 @@
+import Workflow
+
+/// How a durable host commits, snapshots and checks its log: one value, passed at start/resume.
+public struct DurableConfiguration: Sendable {
+    /// When an applied action counts as committed (rule D2).
+    public enum Mode: Sendable, Hashable {
+        /// Every entry is committed and synced to disk (two flushes) before its consequences
+        /// leave the engine: survives power loss.
+        case strict
+        /// Entries share commits: one commit (synced like `strict`) when the host's queue runs
+        /// empty or `maxBatch` entries are pending. `send` returns after apply and render;
+        /// renderings, outputs and worker starts are released after the commit;
+        /// `sendAndWait` and `flush()` wait for it.
+        case grouped(maxBatch: Int)
+        /// Every entry is committed without an fsync (survives a crash of the process, not of the
+        /// machine); the store syncs in the background every `syncInterval`.
+        case processCrashSafe(syncInterval: Duration)
+
+        /// `grouped` with batches of up to 1,000 entries.
+        public static var grouped: Mode { .grouped(maxBatch: 1000) }
+        /// `processCrashSafe` syncing every second.
+        public static var processCrashSafe: Mode { .processCrashSafe(syncInterval: .seconds(1)) }
+    }
+
+    /// When entries carry a digest of the state after them (rule D4).
+    public enum Digests: Sendable, Hashable {
+        /// Never.
+        case off
+        /// Every `n`th entry (1: every entry).
+        case every(Int)
+    }
+
+    /// Commit policy (default `strict`).
+    public var mode: Mode
+    /// The action types this host's log can hold.
+    public var actions: ActionRegistry
+    /// How payloads and states become bytes (default JSON with sorted keys).
+    public var codec: any PayloadCodec
+    /// Take a snapshot after every `n` entries (`nil`: never automatically).
+    public var snapshotEvery: Int?
+    /// Digests of the state recorded with entries (default: every entry).
+    public var digests: Digests
+    /// Observers, programmer-error policy and clock for the runtime.
+    public var host: HostConfiguration
+
+    /// A configuration; every parameter has a documented default.
+    public init(
+        mode: Mode = .strict, actions: ActionRegistry = ActionRegistry(), codec: any PayloadCodec = JSONPayloadCodec(),
+        snapshotEvery: Int? = 1000, digests: Digests = .every(1), host: HostConfiguration = HostConfiguration()
+    ) {
+        self.mode = mode
+        self.actions = actions
+        self.codec = codec
+        self.snapshotEvery = snapshotEvery
+        self.digests = digests
+        self.host = host
+    }
+}

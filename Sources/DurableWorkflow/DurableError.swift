@@ -1,0 +1,93 @@
+import LMDB
+
+/// Every failure of the durable engine: what, where (store, instance, sequence) and what to do.
+/// Match with `switch error.kind` or `catch DurableError.Kind.unknownActionType`.
+public struct DurableError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public enum Kind: Sendable, Hashable {
+        /// The store was written by a newer version of this library.
+        case newerFormat
+        /// An instance with this id already exists.
+        case instanceExists
+        /// No instance has this id.
+        case instanceNotFound
+        /// The instance was started with another root workflow type.
+        case wrongWorkflowType
+        /// A log entry names an action type tag (and version) that no decoder is registered for.
+        case unknownActionType
+        /// A log entry's payload does not decode as its registered type.
+        case undecodablePayload
+        /// A log entry's bytes fail their checksum, or the log has a gap.
+        case corruptEntry
+        /// Replay produced a different state than the one recorded (a non-deterministic workflow).
+        case nonDeterministic
+        /// An action applied to a durable host is not a `DurableAction` (it cannot be logged).
+        case actionNotDurable
+        /// A node state or root workflow cannot be encoded or decoded (not `Codable`).
+        case notCodable
+        /// A logged entry targets a node that replay did not recreate.
+        case replayMismatch
+        /// A sequence number outside the instance's log.
+        case sequenceOutOfRange
+        /// The underlying store failed (see `storageError`).
+        case storage
+    }
+
+    /// What went wrong.
+    public let kind: Kind
+    /// The store's path.
+    public let store: String
+    /// The instance, when one is concerned.
+    public let instance: String?
+    /// The log sequence, when one is concerned.
+    public let sequence: UInt64?
+    /// The action type tag, when one is concerned.
+    public let actionTag: String?
+    /// The node path, when one is concerned.
+    public let nodePath: String?
+    /// A one-line explanation.
+    public let detail: String
+    /// What to do about it.
+    public let recovery: String
+    /// The LMDB error behind a `.storage` failure.
+    public let storageError: LMDBError?
+
+    init(
+        _ kind: Kind, store: String, instance: String? = nil, sequence: UInt64? = nil, actionTag: String? = nil,
+        nodePath: String? = nil, detail: String, recovery: String = "", storageError: LMDBError? = nil
+    ) {
+        self.kind = kind
+        self.store = store
+        self.instance = instance
+        self.sequence = sequence
+        self.actionTag = actionTag
+        self.nodePath = nodePath
+        self.detail = detail
+        self.recovery = recovery
+        self.storageError = storageError
+    }
+
+    /// `<detail> (store …, instance …, sequence …, action …, node …). <recovery>`
+    public var description: String {
+        var place = ["store \(store)"]
+        if let instance { place.append("instance \(instance)") }
+        if let sequence { place.append("sequence \(sequence)") }
+        if let actionTag { place.append("action \(actionTag)") }
+        if let nodePath { place.append("node \(nodePath)") }
+        var text = "\(detail) (\(place.joined(separator: ", ")))"
+        if !recovery.isEmpty { text += ". \(recovery)" }
+        return text
+    }
+
+    static func storage(_ error: LMDBError, store: String, instance: String? = nil) -> DurableError {
+        DurableError(.storage, store: store, instance: instance, detail: error.description,
+                     recovery: error.recovery, storageError: error)
+    }
+}
+
+extension DurableError.Kind {
+    /// Lets `catch DurableError.Kind.corruptEntry` match an error of that kind.
+    public static func ~= (pattern: DurableError.Kind, value: any Error) -> Bool {
+        (value as? DurableError)?.kind == pattern
+    }
+}

@@ -1,0 +1,125 @@
+import LMDB
+import Workflow
+
+/// The runtime's journal for one durable instance: turns applied actions into log entries and
+/// commits them per the mode, with digests and snapshots. Runs on the thread running the host.
+final class InstanceJournal: RuntimeJournal {
+    let store: WorkflowStore
+    let instanceID: String
+    private let instanceKey: UInt64
+    private let configuration: DurableConfiguration
+    private var record: InstanceRecord
+    private var pending: [LogEntry] = []
+    private var pendingSnapshot: Snapshot?
+    private var rootProps: [UInt8]
+    private(set) var currentSequence: UInt64
+
+    init(store: WorkflowStore, instanceID: String, record: InstanceRecord, rootProps: [UInt8], configuration: DurableConfiguration) {
+        self.store = store
+        self.instanceID = instanceID
+        self.instanceKey = record.key
+        self.record = record
+        self.rootProps = rootProps
+        self.configuration = configuration
+        self.currentSequence = record.lastSequence
+    }
+
+    func record(action: any WorkflowAction, at path: NodePath, origin: ActionOrigin, time: WallTime, tree: any RuntimeTree) throws {
+        guard let durable = action as? any DurableAction else {
+            throw DurableError(
+                .actionNotDurable, store: store.path, instance: instanceID, sequence: currentSequence + 1, nodePath: path.description,
+                detail: "\(type(of: action)) was applied to a durable host but is not a DurableAction, so it cannot be logged",
+                recovery: "Make the action Codable and conform it to DurableAction (and register it)")
+        }
+        let payload = try encode(durable, path: path)
+        append(LogEntry(
+            sequence: currentSequence + 1, time: time, origin: origin, nodePath: path,
+            actionTag: type(of: durable).tag, actionVersion: type(of: durable).version, payload: payload, digest: nil))
+    }
+
+    func record(props: any Sendable, time: WallTime, tree: any RuntimeTree) throws {
+        rootProps = try StateCoding.encode(props, codec: configuration.codec, what: "root props", store: store.path, instance: instanceID)
+        append(LogEntry(
+            sequence: currentSequence + 1, time: time, origin: .props, nodePath: WorkflowStore.rootPath(of: type(of: props)),
+            actionTag: LogEntry.propsTag, actionVersion: 1, payload: rootProps, digest: nil))
+    }
+
+    private func encode(_ action: any DurableAction, path: NodePath) throws -> [UInt8] {
+        do {
+            return try configuration.codec.encode(action)
+        } catch {
+            throw DurableError(.notCodable, store: store.path, instance: instanceID, sequence: currentSequence + 1,
+                               actionTag: type(of: action).tag, nodePath: path.description,
+                               detail: "the action could not be encoded: \(error)")
+        }
+    }
+
+    private func append(_ entry: LogEntry) {
+        pending.append(entry)
+        currentSequence = entry.sequence
+    }
+
+    func renderPassDidFinish(tree: any RuntimeTree) throws -> Bool {
+        if case .every(let interval) = configuration.digests, interval > 0, currentSequence % UInt64(interval) == 0,
+           let last = pending.last {
+            let digest = try StateCoding.digest(of: tree, codec: configuration.codec, store: store.path, instance: instanceID)
+            pending[pending.count - 1] = LogEntry(
+                sequence: last.sequence, time: last.time, origin: last.origin, nodePath: last.nodePath,
+                actionTag: last.actionTag, actionVersion: last.actionVersion, payload: last.payload, digest: digest)
+        }
+        if let every = configuration.snapshotEvery, every > 0, currentSequence % UInt64(every) == 0 {
+            pendingSnapshot = try Snapshot.capture(
+                sequence: currentSequence, rootProps: rootProps, tree: tree, codec: configuration.codec,
+                store: store.path, instance: instanceID)
+        }
+        switch configuration.mode {
+        case .strict, .processCrashSafe:
+            try commit()
+            return true
+        case .grouped(let maxBatch):
+            if pending.count >= maxBatch { try commit() }
+            return pending.isEmpty
+        }
+    }
+
+    func commitPending() throws -> Bool {
+        try commit()
+        return true
+    }
+
+    /// Writes pending entries, the index record and any snapshot in one transaction.
+    private func commit() throws {
+        guard !pending.isEmpty else { return }
+        let durability: EnvironmentConfiguration.Durability?
+        if case .processCrashSafe(let interval) = configuration.mode {
+            durability = .noSync
+            store.scheduleBackgroundSync(every: interval)
+        } else {
+            durability = nil
+        }
+        let layout = store.layout, key = instanceKey, entries = pending, snapshot = pendingSnapshot, id = instanceID
+        let last = currentSequence, cached = record
+        do {
+            record = try store.environment.write(durability: durability) { txn in
+                for entry in entries {
+                    try txn.put(entry.encoded(), forKey: LogKey(instance: key, sequence: entry.sequence), in: layout.log)
+                }
+                if let snapshot {
+                    try txn.put(snapshot.encoded(), forKey: LogKey(instance: key, sequence: snapshot.sequence), in: layout.snapshots)
+                }
+                // Read-modify-write, so a status set meanwhile (complete) is kept.
+                let stored: InstanceRecord?? = try txn.withValue(forKey: id, in: layout.instances) { InstanceRecord.decode($0) }
+                var updated = (stored ?? nil) ?? cached
+                updated.lastSequence = last
+                updated.updated = entries.last!.time
+                if let snapshot { updated.lastSnapshot = snapshot.sequence }
+                try txn.put(updated.encoded(), forKey: id, in: layout.instances)
+                return updated
+            }
+        } catch let error as LMDBError {
+            throw DurableError.storage(error, store: store.path, instance: instanceID)
+        }
+        pending.removeAll(keepingCapacity: true)
+        pendingSnapshot = nil
+    }
+}

@@ -1,0 +1,106 @@
+import Workflow
+
+/// One entry of an instance's log (rule D1): what was applied, to which node, when, from where,
+/// and optionally a digest of the whole tree's state after it (rule D4).
+public struct LogEntry: Sendable, Hashable {
+    /// Dense, per instance, starting at 1.
+    public let sequence: UInt64
+    /// When it was applied (actions see this time as ``ApplyContext/now``, also in replay).
+    public let time: WallTime
+    /// Where it came from.
+    public let origin: ActionOrigin
+    /// The node it was applied to (the root for props entries).
+    public let nodePath: NodePath
+    /// The action's type tag; ``LogEntry/propsTag`` for props entries.
+    public let actionTag: String
+    /// The version of the action's encoding.
+    public let actionVersion: Int
+    /// The encoded action (or root workflow, for props entries).
+    public let payload: [UInt8]
+    /// A digest of every node's path and state after the entry's render pass, when recorded.
+    public let digest: UInt64?
+
+    /// The tag of entries that carry new root props.
+    public static let propsTag = "$props"
+
+    /// Whether this entry carries root props rather than an action.
+    public var isProps: Bool { actionTag == Self.propsTag }
+
+    /// Creates an entry; the engine makes these as it records.
+    public init(
+        sequence: UInt64, time: WallTime, origin: ActionOrigin, nodePath: NodePath, actionTag: String,
+        actionVersion: Int, payload: [UInt8], digest: UInt64?
+    ) {
+        self.sequence = sequence
+        self.time = time
+        self.origin = origin
+        self.nodePath = nodePath
+        self.actionTag = actionTag
+        self.actionVersion = actionVersion
+        self.payload = payload
+        self.digest = digest
+    }
+
+    // MARK: Binary form
+
+    private static let formatByte: UInt8 = 1
+
+    /// The bytes stored in the log: a versioned binary record ending in a checksum over the
+    /// record and its sequence, so torn, flipped or misplaced bytes are detected.
+    func encoded() -> [UInt8] {
+        var writer = ByteWriter(capacity: 64 + payload.count)
+        writer.write(Self.formatByte)
+        writer.write(UInt8(digest == nil ? 0 : 1))
+        writer.write(UInt8(ActionOrigin.allCases.firstIndex(of: origin)!))
+        writer.write(time.nanosecondsSinceEpoch)
+        if let digest { writer.write(digest) }
+        writer.write(UInt16(nodePath.segments.count))
+        for segment in nodePath.segments {
+            writer.write(segment.workflowType)
+            writer.write(segment.key)
+        }
+        writer.write(actionTag)
+        writer.write(UInt32(actionVersion))
+        writer.write(block: payload)
+        var checksum = FNV1a64()
+        checksum.combine(writer.bytes)
+        withUnsafeBytes(of: sequence.littleEndian) { checksum.combine($0) }
+        writer.write(checksum.value)
+        return writer.bytes
+    }
+
+    /// Decodes the stored bytes of entry `sequence`; `nil` when they are corrupt.
+    static func decode(_ bytes: UnsafeRawBufferPointer, sequence: UInt64) -> LogEntry? {
+        guard bytes.count > 8 else { return nil }
+        var checksum = FNV1a64()
+        checksum.combine(UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 8)]))
+        withUnsafeBytes(of: sequence.littleEndian) { checksum.combine($0) }
+        let stored = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: bytes.count - 8, as: UInt64.self))
+        guard stored == checksum.value else { return nil }
+        var reader = ByteReader(UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 8)]))
+        do {
+            guard try reader.read(UInt8.self) == formatByte else { return nil }
+            let hasDigest = try reader.read(UInt8.self) == 1
+            let originIndex = Int(try reader.read(UInt8.self))
+            guard originIndex < ActionOrigin.allCases.count else { return nil }
+            let time = WallTime(nanosecondsSinceEpoch: try reader.read(Int64.self))
+            let digest: UInt64? = hasDigest ? try reader.read(UInt64.self) : nil
+            let segmentCount = Int(try reader.read(UInt16.self))
+            var segments: [NodePath.Segment] = []
+            segments.reserveCapacity(segmentCount)
+            for _ in 0..<segmentCount {
+                segments.append(.init(workflowType: try reader.readString(), key: try reader.readString()))
+            }
+            let tag = try reader.readString()
+            let version = Int(try reader.read(UInt32.self))
+            let payload = try reader.readBlock()
+            guard reader.remaining == 0 else { return nil }
+            return LogEntry(
+                sequence: sequence, time: time, origin: ActionOrigin.allCases[originIndex],
+                nodePath: NodePath(segments: segments), actionTag: tag, actionVersion: version,
+                payload: payload, digest: digest)
+        } catch {
+            return nil
+        }
+    }
+}

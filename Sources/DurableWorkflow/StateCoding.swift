@@ -1,0 +1,127 @@
+import Workflow
+
+/// Encodes and decodes values known only at run time to be `Codable` (node states, props).
+enum StateCoding {
+    /// The bytes of `value`, or a `.notCodable` error naming `what`.
+    static func encode(_ value: Any, codec: any PayloadCodec, what: @autoclosure () -> String, store: String, instance: String?) throws -> [UInt8] {
+        guard let encodable = value as? any Encodable else {
+            throw DurableError(.notCodable, store: store, instance: instance, nodePath: what(),
+                               detail: "\(type(of: value)) is not Encodable",
+                               recovery: "Make every durable workflow's State (and the root workflow) Codable")
+        }
+        return try codec.encode(encodable)
+    }
+
+    /// A `T` from `bytes`, or `nil` when `T` is not `Decodable` or the bytes do not decode.
+    static func decode<T>(_ type: T.Type, from bytes: [UInt8], codec: any PayloadCodec) -> T? {
+        guard let decodable = type as? any Decodable.Type else { return nil }
+        func open<D: Decodable>(_ concrete: D.Type) -> Any? { try? codec.decode(concrete, from: bytes) }
+        return open(decodable) as? T
+    }
+
+    /// A digest of every node's path and encoded state, in path order (rule D4).
+    static func digest(of tree: any RuntimeTree, codec: any PayloadCodec, store: String, instance: String?) throws -> UInt64 {
+        var hash = FNV1a64()
+        for (path, state) in tree.nodeStates() {
+            hash.combine(path.description)
+            hash.combine(try encode(state, codec: codec, what: path.description, store: store, instance: instance))
+        }
+        return hash.value
+    }
+}
+
+/// Every node's state at one sequence, plus the root props and worker start sequences: enough to
+/// resume without replaying what came before (rule D5).
+struct Snapshot {
+    let sequence: UInt64
+    let rootProps: [UInt8]
+    let states: [NodePath: [UInt8]]
+    let workerStarts: [String: UInt64]
+
+    static func workerKey(_ path: NodePath, _ key: String) -> String { "\(path)#\(key)" }
+
+    static func capture(
+        sequence: UInt64, rootProps: [UInt8], tree: any RuntimeTree, codec: any PayloadCodec, store: String, instance: String
+    ) throws -> Snapshot {
+        var states: [NodePath: [UInt8]] = [:]
+        for (path, state) in tree.nodeStates() {
+            states[path] = try StateCoding.encode(state, codec: codec, what: path.description, store: store, instance: instance)
+        }
+        var workers: [String: UInt64] = [:]
+        for start in tree.workerStarts() { workers[workerKey(start.path, start.key)] = start.sequence }
+        return Snapshot(sequence: sequence, rootProps: rootProps, states: states, workerStarts: workers)
+    }
+
+    func encoded() -> [UInt8] {
+        var writer = ByteWriter()
+        writer.write(UInt8(1))
+        writer.write(sequence)
+        writer.write(block: rootProps)
+        writer.write(UInt32(states.count))
+        for (path, state) in states.sorted(by: { $0.key.description < $1.key.description }) {
+            writer.write(UInt16(path.segments.count))
+            for segment in path.segments {
+                writer.write(segment.workflowType)
+                writer.write(segment.key)
+            }
+            writer.write(block: state)
+        }
+        writer.write(UInt32(workerStarts.count))
+        for (key, start) in workerStarts.sorted(by: { $0.key < $1.key }) {
+            writer.write(key)
+            writer.write(start)
+        }
+        var checksum = FNV1a64()
+        checksum.combine(writer.bytes)
+        writer.write(checksum.value)
+        return writer.bytes
+    }
+
+    static func decode(_ bytes: UnsafeRawBufferPointer) -> Snapshot? {
+        guard bytes.count > 8 else { return nil }
+        var checksum = FNV1a64()
+        checksum.combine(UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 8)]))
+        guard bytes.loadUnaligned(fromByteOffset: bytes.count - 8, as: UInt64.self).littleEndian == checksum.value else { return nil }
+        var reader = ByteReader(UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 8)]))
+        do {
+            guard try reader.read(UInt8.self) == 1 else { return nil }
+            let sequence = try reader.read(UInt64.self)
+            let props = try reader.readBlock()
+            var states: [NodePath: [UInt8]] = [:]
+            for _ in 0..<(try reader.read(UInt32.self)) {
+                var segments: [NodePath.Segment] = []
+                for _ in 0..<(try reader.read(UInt16.self)) {
+                    segments.append(.init(workflowType: try reader.readString(), key: try reader.readString()))
+                }
+                states[NodePath(segments: segments)] = try reader.readBlock()
+            }
+            var workers: [String: UInt64] = [:]
+            for _ in 0..<(try reader.read(UInt32.self)) {
+                let key = try reader.readString()
+                workers[key] = try reader.read(UInt64.self)
+            }
+            return Snapshot(sequence: sequence, rootProps: props, states: states, workerStarts: workers)
+        } catch {
+            return nil
+        }
+    }
+}
+
+/// Hands a snapshot's states to the nodes a resume creates.
+final class SnapshotRestorer: StateRestorer {
+    let snapshot: Snapshot
+    let codec: any PayloadCodec
+
+    init(snapshot: Snapshot, codec: any PayloadCodec) {
+        self.snapshot = snapshot
+        self.codec = codec
+    }
+
+    func restoredState<State>(at path: NodePath, as type: State.Type) -> State? {
+        snapshot.states[path].flatMap { StateCoding.decode(type, from: $0, codec: codec) }
+    }
+
+    func restoredWorkerStart(at path: NodePath, key: String) -> UInt64? {
+        snapshot.workerStarts[Snapshot.workerKey(path, key)]
+    }
+}

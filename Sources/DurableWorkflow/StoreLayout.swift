@@ -1,0 +1,45 @@
+import LMDB
+
+/// The key of a log entry or snapshot: the instance's numeric key, then the sequence, both
+/// big-endian, so one instance's entries are contiguous and in order.
+struct LogKey: LMDBCodable, Hashable {
+    let instance: UInt64
+    let sequence: UInt64
+
+    func withLMDBBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        var bytes = (instance.bigEndian, sequence.bigEndian)
+        return try Swift.withUnsafeBytes(of: &bytes) { raw in Result { () throws(E) -> R in try body(raw) } }.get()
+    }
+
+    init(instance: UInt64, sequence: UInt64) {
+        self.instance = instance
+        self.sequence = sequence
+    }
+
+    init(lmdbBytes: UnsafeRawBufferPointer) throws(LMDBDecodingError) {
+        guard lmdbBytes.count == 16 else {
+            throw LMDBDecodingError(type: "LogKey", byteCount: lmdbBytes.count, reason: "expected 16 bytes")
+        }
+        instance = UInt64(bigEndian: lmdbBytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
+        sequence = UInt64(bigEndian: lmdbBytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+    }
+}
+
+/// The named databases of a store, opened once.
+struct StoreLayout: Sendable {
+    /// `format` and `nextInstanceKey`.
+    let meta: Database<String, [UInt8]>
+    /// Instance id → ``InstanceRecord``.
+    let instances: Database<String, [UInt8]>
+    /// (instance key, sequence) → encoded ``LogEntry``.
+    let log: Database<LogKey, [UInt8]>
+    /// (instance key, sequence) → encoded ``Snapshot``.
+    let snapshots: Database<LogKey, [UInt8]>
+
+    init(environment: Environment) throws(LMDBError) {
+        meta = try environment.database(named: "meta")
+        instances = try environment.database(named: "instances")
+        log = try environment.database(named: "log")
+        snapshots = try environment.database(named: "snapshots")
+    }
+}

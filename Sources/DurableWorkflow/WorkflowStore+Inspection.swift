@@ -1,0 +1,113 @@
+import Workflow
+
+/// Every node's state at one sequence of an instance (time travel, read-only).
+public struct StateTree: Sendable {
+    /// One node.
+    public struct Node: Sendable {
+        /// Where it is in the tree.
+        public let path: NodePath
+        /// Its state, encoded with the store's codec (JSON by default).
+        public let encodedState: [UInt8]
+        /// The encoded state as text (for JSON codecs).
+        public var stateText: String { String(decoding: encodedState, as: UTF8.self) }
+    }
+
+    /// The instance.
+    public let instance: String
+    /// The sequence the states are at.
+    public let sequence: UInt64
+    /// Every node, in path order.
+    public let nodes: [Node]
+    /// The digest of these states (as recorded in log entries).
+    public let digest: UInt64
+
+    /// The root's state decoded as `State`.
+    public func rootState<State: Decodable>(as type: State.Type, codec: any PayloadCodec = JSONPayloadCodec()) throws -> State {
+        try codec.decode(type, from: nodes.min { $0.path.segments.count < $1.path.segments.count }!.encodedState)
+    }
+
+    /// The state of the node at `path` decoded as `State`, or `nil` when there is no such node.
+    public func state<State: Decodable>(at path: NodePath, as type: State.Type, codec: any PayloadCodec = JSONPayloadCodec()) throws -> State? {
+        try nodes.first { $0.path == path }.map { try codec.decode(type, from: $0.encodedState) }
+    }
+}
+
+/// What ``WorkflowStore/verify(id:as:configuration:)`` found.
+public struct VerificationReport: Sendable {
+    /// The instance.
+    public let instance: String
+    /// Entries replayed from the start.
+    public let entries: UInt64
+    /// The snapshot the second replay started from (0: none).
+    public let snapshotSequence: UInt64
+    /// The digest after a full replay.
+    public let fullReplayDigest: UInt64?
+    /// The digest after snapshot + tail replay.
+    public let snapshotReplayDigest: UInt64?
+    /// The first problem: a divergence, an undecodable or corrupt entry, or snapshot ≠ full replay.
+    public let problem: DurableError?
+
+    /// Whether replay agrees with the log and snapshots.
+    public var isConsistent: Bool { problem == nil }
+}
+
+extension WorkflowStore {
+    /// The state tree of instance `id` right after entry `sequence` (default: the last), rebuilt
+    /// by replay from the nearest earlier snapshot. Read-only: no worker or side effect runs.
+    public func state<W: DurableWorkflow>(
+        of id: String, as type: W.Type, at sequence: UInt64? = nil, configuration: DurableConfiguration = DurableConfiguration()
+    ) throws -> StateTree where W.Rendering: Sendable, W.Output: Sendable {
+        try rebuild(id: id, as: type, through: sequence, useSnapshot: true, configuration: configuration)
+    }
+
+    /// Replays instance `id` from its first entry checking every recorded digest, then again from
+    /// its latest snapshot, and compares the two (rules D4, D5).
+    public func verify<W: DurableWorkflow>(
+        id: String, as type: W.Type, configuration: DurableConfiguration = DurableConfiguration()
+    ) throws -> VerificationReport where W.Rendering: Sendable, W.Output: Sendable {
+        guard let record = try record(id: id) else { throw notFound(id) }
+        let full: StateTree
+        do {
+            full = try rebuild(id: id, as: type, through: nil, useSnapshot: false, configuration: configuration)
+        } catch let error as DurableError where error.kind != .storage && error.kind != .instanceNotFound && error.kind != .wrongWorkflowType {
+            return VerificationReport(instance: id, entries: record.lastSequence, snapshotSequence: record.lastSnapshot,
+                                      fullReplayDigest: nil, snapshotReplayDigest: nil, problem: error)
+        }
+        guard record.lastSnapshot > 0 else {
+            return VerificationReport(instance: id, entries: record.lastSequence, snapshotSequence: 0,
+                                      fullReplayDigest: full.digest, snapshotReplayDigest: nil, problem: nil)
+        }
+        let fromSnapshot = try rebuild(id: id, as: type, through: nil, useSnapshot: true, configuration: configuration)
+        let problem = fromSnapshot.digest == full.digest ? nil : DurableError(
+            .nonDeterministic, store: path, instance: id, sequence: record.lastSequence,
+            detail: "replay from snapshot \(record.lastSnapshot) gives digest \(hex(fromSnapshot.digest)), full replay gives \(hex(full.digest))",
+            recovery: "The snapshot does not match the log: delete snapshots to fall back to full replay")
+        return VerificationReport(instance: id, entries: record.lastSequence, snapshotSequence: record.lastSnapshot,
+                                  fullReplayDigest: full.digest, snapshotReplayDigest: fromSnapshot.digest, problem: problem)
+    }
+
+    private func rebuild<W: DurableWorkflow>(
+        id: String, as type: W.Type, through: UInt64?, useSnapshot: Bool, configuration: DurableConfiguration
+    ) throws -> StateTree where W.Rendering: Sendable, W.Output: Sendable {
+        let plan = try replayPlan(id: id, as: type, through: through, useSnapshot: useSnapshot, configuration: configuration)
+        var nodes: [StateTree.Node] = []
+        var digest: UInt64 = 0
+        var inspectionError: (any Error)?
+        try WorkflowHost<W>.inspect(
+            workflow: plan.root, configuration: configuration.host, restorer: plan.restorer, initialSequence: plan.baseSequence,
+            replay: { driver in try self.replay(plan, driver: driver, configuration: configuration) },
+            inspect: { tree in
+                do {
+                    for (path, state) in tree.nodeStates() {
+                        let bytes = try StateCoding.encode(state, codec: configuration.codec, what: path.description, store: self.path, instance: id)
+                        nodes.append(StateTree.Node(path: path, encodedState: bytes))
+                    }
+                    digest = try StateCoding.digest(of: tree, codec: configuration.codec, store: self.path, instance: id)
+                } catch {
+                    inspectionError = error
+                }
+            })
+        if let inspectionError { throw inspectionError }
+        return StateTree(instance: id, sequence: plan.target, nodes: nodes, digest: digest)
+    }
+}

@@ -1,0 +1,178 @@
+import LMDB
+import Workflow
+
+extension WorkflowStore {
+    /// Starts a new instance `id` of `workflow`: its props become entry 1 of its log (committed
+    /// before this returns), then the first render pass runs and its workers and side effects start.
+    public func start<W: DurableWorkflow>(
+        _ workflow: W, id: String, configuration: DurableConfiguration = DurableConfiguration()
+    ) throws -> WorkflowHost<W> where W.Rendering: Sendable, W.Output: Sendable {
+        try checkID(id)
+        let props = try StateCoding.encode(workflow, codec: configuration.codec, what: "root props", store: path, instance: id)
+        let now = configuration.host.clock.now()
+        let entry = LogEntry(
+            sequence: 1, time: now, origin: .props, nodePath: Self.rootPath(of: W.self), actionTag: LogEntry.propsTag,
+            actionVersion: 1, payload: props, digest: nil)
+        let layout = self.layout, store = path
+        let record: InstanceRecord = try storageCall(instance: id) {
+            try environment.write { txn in
+                if try txn.contains(id, in: layout.instances) {
+                    throw DurableError(.instanceExists, store: store, instance: id, detail: "an instance with this id already exists",
+                                       recovery: "Resume it, or pick another id")
+                }
+                let key = try txn.withValue(forKey: "nextInstanceKey", in: layout.meta) { try UInt64(lmdbBytes: $0) } ?? 1
+                try txn.put(withUnsafeBytes(of: (key + 1).bigEndian) { Array($0) }, forKey: "nextInstanceKey", in: layout.meta)
+                let record = InstanceRecord(
+                    key: key, workflowType: String(reflecting: W.self), status: .running, created: now, updated: now,
+                    lastSequence: 1, lastSnapshot: 0)
+                try txn.put(entry.encoded(), forKey: LogKey(instance: key, sequence: 1), in: layout.log)
+                try txn.put(record.encoded(), forKey: id, in: layout.instances)
+                return record
+            }
+        }
+        let journal = InstanceJournal(store: self, instanceID: id, record: record, rootProps: props, configuration: configuration)
+        return try WorkflowHost(workflow: workflow, configuration: configuration.host, journal: journal, initialSequence: 1)
+    }
+
+    /// Resumes instance `id` after a restart: rebuilds its tree from its latest snapshot (or its
+    /// first entry) by replaying every later entry, with no worker or side effect running during
+    /// replay (rule D3); then its live workers (with stable idempotency keys) and side effects start.
+    ///
+    /// Throws ``DurableError`` naming the instance and sequence for an unknown action tag, an
+    /// undecodable payload, a corrupt entry or a digest mismatch; the log is left untouched.
+    public func resume<W: DurableWorkflow>(
+        id: String, as type: W.Type, configuration: DurableConfiguration = DurableConfiguration()
+    ) throws -> WorkflowHost<W> where W.Rendering: Sendable, W.Output: Sendable {
+        let plan = try replayPlan(id: id, as: type, through: nil, useSnapshot: true, configuration: configuration)
+        let journal = InstanceJournal(
+            store: self, instanceID: id, record: plan.record, rootProps: plan.rootProps, configuration: configuration)
+        return try WorkflowHost(
+            workflow: plan.root, configuration: configuration.host, journal: journal, restorer: plan.restorer,
+            initialSequence: plan.baseSequence, replay: { driver in try self.replay(plan, driver: driver, configuration: configuration) })
+    }
+
+    /// Every instance, optionally only those with `status` and/or root workflow `type` (type name).
+    public func instances(status: InstanceStatus? = nil, workflowType: String? = nil) throws -> [InstanceInfo] {
+        try storageCall(instance: nil) {
+            try environment.read { txn in
+                var found: [InstanceInfo] = []
+                try txn.forEach(in: layout.instances) { key, value in
+                    if let record = InstanceRecord.decode(value),
+                       status == nil || record.status == status,
+                       workflowType == nil || record.workflowType == workflowType || record.workflowType.hasSuffix(".\(workflowType!)") {
+                        found.append(record.info(id: try String(lmdbBytes: key)))
+                    }
+                    return true
+                }
+                return found
+            }
+        }
+    }
+
+    /// The instance `id`, or `nil`.
+    public func instance(id: String) throws -> InstanceInfo? {
+        try record(id: id).map { $0.info(id: id) }
+    }
+
+    /// Marks instance `id` completed (its log is kept until deleted).
+    public func complete(id: String) throws {
+        try setStatus(.completed, id: id)
+    }
+
+    /// Deletes instance `id`: its index entry, log and snapshots. Stop its host first.
+    public func delete(id: String) throws {
+        guard let record = try record(id: id) else { throw notFound(id) }
+        let layout = self.layout
+        try storageCall(instance: id) {
+            try environment.write { txn in
+                for database in [layout.log, layout.snapshots] {
+                    try txn.withCursor(on: database) { cursor in
+                        var entry = try cursor.seek(atLeast: LogKey(instance: record.key, sequence: 0))
+                        while let current = entry, try current.key(as: LogKey.self).instance == record.key {
+                            try cursor.deleteCurrent()
+                            entry = try cursor.current()
+                        }
+                    }
+                }
+                try txn.delete(id, in: layout.instances)
+            }
+        }
+    }
+
+    /// Entries `from`...`through` (default: to the end) of instance `id`'s log, in order.
+    /// A corrupt entry is a ``DurableError/Kind/corruptEntry`` naming its sequence.
+    public func entries(of id: String, from: UInt64 = 1, through: UInt64? = nil) throws -> [LogEntry] {
+        guard let record = try record(id: id) else { throw notFound(id) }
+        return try readEntries(record: record, id: id, from: from, through: through ?? record.lastSequence)
+    }
+
+    // MARK: Helpers
+
+    func record(id: String) throws -> InstanceRecord? {
+        try storageCall(instance: id) {
+            try environment.read { txn in try txn.withValue(forKey: id, in: layout.instances) { InstanceRecord.decode($0) } ?? nil }
+        }
+    }
+
+    func setStatus(_ status: InstanceStatus, id: String) throws {
+        let layout = self.layout
+        try storageCall(instance: id) {
+            try environment.write { txn in
+                guard var record = try txn.withValue(forKey: id, in: layout.instances, { InstanceRecord.decode($0) }) ?? nil else {
+                    throw self.notFound(id)
+                }
+                record.status = status
+                record.updated = .now()
+                try txn.put(record.encoded(), forKey: id, in: layout.instances)
+            }
+        }
+    }
+
+    func readEntries(record: InstanceRecord, id: String, from: UInt64, through: UInt64) throws -> [LogEntry] {
+        guard from <= through else { return [] }
+        return try storageCall(instance: id) {
+            try environment.read { txn in
+                var entries: [LogEntry] = []
+                var expected = from
+                try txn.forEach(in: layout.log, from: LogKey(instance: record.key, sequence: from)) { key, value in
+                    let logKey = try LogKey(lmdbBytes: key)
+                    guard logKey.instance == record.key, logKey.sequence <= through else { return false }
+                    guard logKey.sequence == expected, let entry = LogEntry.decode(value, sequence: logKey.sequence) else {
+                        throw corrupt(id, sequence: expected)
+                    }
+                    entries.append(entry)
+                    expected += 1
+                    return true
+                }
+                if expected <= through { throw corrupt(id, sequence: expected) }
+                return entries
+            }
+        }
+    }
+
+    func corrupt(_ id: String, sequence: UInt64) -> DurableError {
+        DurableError(.corruptEntry, store: path, instance: id, sequence: sequence,
+                     detail: "log entry \(sequence) is missing or its bytes fail their checksum",
+                     recovery: "Restore the store from a copy, or fork the instance before this sequence with `wfctl fork`")
+    }
+
+    func notFound(_ id: String) -> DurableError {
+        DurableError(.instanceNotFound, store: path, instance: id, detail: "no instance has this id",
+                     recovery: "List instances with `wfctl list \(path)`")
+    }
+
+    private func checkID(_ id: String) throws {
+        guard !id.isEmpty, id.utf8.count <= 400 else {
+            throw DurableError(.storage, store: path, instance: id, detail: "instance ids must be 1 to 400 bytes of UTF-8")
+        }
+    }
+
+    /// Runs `body`, turning LMDB errors into ``DurableError``s that name the store and instance.
+    func storageCall<R>(instance: String?, _ body: () throws -> R) throws -> R {
+        do {
+            return try body()
+        } catch let error as LMDBError {
+            throw DurableError.storage(error, store: path, instance: instance)
+        }
+    }
+}

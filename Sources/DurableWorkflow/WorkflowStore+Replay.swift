@@ -1,0 +1,133 @@
+import LMDB
+import Workflow
+
+/// What a replay of one instance starts from and goes to.
+struct ReplayPlan<W: DurableWorkflow> {
+    let id: String
+    let record: InstanceRecord
+    let root: W
+    let rootProps: [UInt8]
+    /// The sequence the initial tree represents (the snapshot's, or 1 for the first props entry).
+    let baseSequence: UInt64
+    /// The last sequence to replay.
+    let target: UInt64
+    let restorer: SnapshotRestorer?
+}
+
+extension WorkflowStore {
+    static let replayChunk: UInt64 = 8192
+
+    /// Reads what a replay of `id` up to `through` (default: the end) needs.
+    func replayPlan<W: DurableWorkflow>(
+        id: String, as type: W.Type, through: UInt64?, useSnapshot: Bool, configuration: DurableConfiguration
+    ) throws -> ReplayPlan<W> {
+        guard let record = try record(id: id) else { throw notFound(id) }
+        guard record.workflowType == String(reflecting: W.self) else {
+            throw DurableError(.wrongWorkflowType, store: path, instance: id,
+                               detail: "the instance runs \(record.workflowType), not \(String(reflecting: W.self))",
+                               recovery: "Resume it as \(record.workflowType)")
+        }
+        let target = through ?? record.lastSequence
+        guard target >= 1, target <= record.lastSequence else {
+            throw DurableError(.sequenceOutOfRange, store: path, instance: id, sequence: target,
+                               detail: "the log holds sequences 1 to \(record.lastSequence)")
+        }
+        let snapshot = useSnapshot && record.lastSnapshot > 0 ? try latestSnapshot(record: record, id: id, atMost: target) : nil
+        let props: [UInt8]
+        if let snapshot {
+            props = snapshot.rootProps
+        } else {
+            guard let first = try readEntries(record: record, id: id, from: 1, through: 1).first, first.isProps else {
+                throw corrupt(id, sequence: 1)
+            }
+            props = first.payload
+        }
+        guard let root = StateCoding.decode(W.self, from: props, codec: configuration.codec) else {
+            throw DurableError(.undecodablePayload, store: path, instance: id, sequence: snapshot?.sequence ?? 1,
+                               actionTag: LogEntry.propsTag, detail: "the root props do not decode as \(String(reflecting: W.self))",
+                               recovery: "Decode with the codec and workflow type the instance was started with")
+        }
+        return ReplayPlan(
+            id: id, record: record, root: root, rootProps: props, baseSequence: snapshot?.sequence ?? 1, target: target,
+            restorer: snapshot.map { SnapshotRestorer(snapshot: $0, codec: configuration.codec) })
+    }
+
+    /// The newest readable snapshot of `record` at or before `sequence`; a corrupt one is skipped
+    /// (snapshots only shorten replay: the log is the truth).
+    private func latestSnapshot(record: InstanceRecord, id: String, atMost sequence: UInt64) throws -> Snapshot? {
+        try storageCall(instance: id) {
+            try environment.read { txn in
+                var found: Snapshot?
+                try txn.forEach(in: layout.snapshots, from: LogKey(instance: record.key, sequence: sequence), reverse: true) { key, value in
+                    guard try LogKey(lmdbBytes: key).instance == record.key else { return false }
+                    found = Snapshot.decode(value)
+                    return found == nil
+                }
+                return found
+            }
+        }
+    }
+
+    /// Applies the plan's entries to the tree through `driver`, checking recorded digests.
+    func replay<W: DurableWorkflow>(_ plan: ReplayPlan<W>, driver: any ReplayDriver, configuration: DurableConfiguration) throws {
+        var next = plan.baseSequence + 1
+        while next <= plan.target {
+            let last = min(next + Self.replayChunk - 1, plan.target)
+            for entry in try readEntries(record: plan.record, id: plan.id, from: next, through: last) {
+                try apply(entry, plan: plan, driver: driver, configuration: configuration)
+            }
+            next = last + 1
+        }
+    }
+
+    private func apply<W: DurableWorkflow>(
+        _ entry: LogEntry, plan: ReplayPlan<W>, driver: any ReplayDriver, configuration: DurableConfiguration
+    ) throws {
+        do {
+            if entry.isProps {
+                guard let props = StateCoding.decode(W.self, from: entry.payload, codec: configuration.codec) else {
+                    throw failure(.undecodablePayload, entry, plan.id, "the props do not decode as \(String(reflecting: W.self))")
+                }
+                try driver.updateRoot(props: props, time: entry.time, sequence: entry.sequence)
+            } else {
+                guard let decoder = configuration.actions.decoder(tag: entry.actionTag, version: entry.actionVersion) else {
+                    throw failure(.unknownActionType, entry, plan.id,
+                                  "no decoder is registered for action tag \(entry.actionTag) version \(entry.actionVersion)",
+                                  recovery: "Register the action type (or a decoder for this version) in DurableConfiguration.actions")
+                }
+                let action: any DurableAction
+                do {
+                    action = try decoder(entry.payload, configuration.codec)
+                } catch {
+                    throw failure(.undecodablePayload, entry, plan.id, "the payload does not decode: \(error)",
+                                  recovery: "Register a decoder for version \(entry.actionVersion) of \(entry.actionTag)")
+                }
+                func open<A: DurableAction>(_ action: A) throws(ReplayMismatch) {
+                    try driver.apply(action, at: entry.nodePath, origin: entry.origin, time: entry.time, sequence: entry.sequence)
+                }
+                try open(action)
+            }
+        } catch let mismatch as ReplayMismatch {
+            throw failure(.replayMismatch, entry, plan.id, "replay could not apply the entry: \(mismatch)",
+                          recovery: "The workflow's render no longer declares the node this entry targets; replay with the code that wrote it")
+        }
+        if let recorded = entry.digest {
+            let actual = try StateCoding.digest(of: driver.tree, codec: configuration.codec, store: path, instance: plan.id)
+            if actual != recorded {
+                throw failure(.nonDeterministic, entry, plan.id,
+                              "replay diverged: state digest \(hex(actual)) differs from the recorded \(hex(recorded))",
+                              recovery: "Make render and actions depend only on props, state and ApplyContext (no randomness, no system clock)")
+            }
+        }
+    }
+
+    private func failure(_ kind: DurableError.Kind, _ entry: LogEntry, _ id: String, _ detail: String, recovery: String = "") -> DurableError {
+        DurableError(kind, store: path, instance: id, sequence: entry.sequence, actionTag: entry.actionTag,
+                     nodePath: entry.nodePath.description, detail: detail, recovery: recovery)
+    }
+}
+
+func hex(_ value: UInt64) -> String {
+    let digits = String(value, radix: 16)
+    return String(repeating: "0", count: 16 - digits.count) + digits
+}

@@ -1,0 +1,104 @@
+import DurableWorkflow
+import TestSupport
+import TestWorkflows
+import Testing
+import Workflow
+
+func counterConfiguration(_ mode: DurableConfiguration.Mode = .strict, snapshotEvery: Int? = nil) -> DurableConfiguration {
+    DurableConfiguration(mode: mode, actions: DurableCounter.actions, snapshotEvery: snapshotEvery)
+}
+
+@Suite("Durable instances: start, resume, list, complete, delete")
+struct StartResumeTests {
+    @Test("an instance's state is rebuilt by replay after its store is closed and reopened")
+    func resumeRebuildsState() throws {
+        let dir = TemporaryDirectory("durable-resume")
+        do {
+            let store = try WorkflowStore.open(path: dir.path)
+            let host = try store.start(DurableCounter(step: 2), id: "c1", configuration: counterConfiguration())
+            for amount in 1...10 { host.rendering.sink.send(.init(amount: amount)) }
+            #expect(host.rendering.state == .init(count: 110, applied: 10))
+            host.stop()
+        }
+        let store = try WorkflowStore.open(path: dir.path)
+        let host = try store.resume(id: "c1", as: DurableCounter.self, configuration: counterConfiguration())
+        #expect(host.rendering.state == .init(count: 110, applied: 10))
+        host.rendering.sink.send(.init(amount: 1))
+        #expect(host.rendering.state.count == 112)
+        #expect(try store.instance(id: "c1")?.lastSequence == 12)
+    }
+
+    @Test("each log entry records sequence, node path, tag and version, payload, time and origin")
+    func entriesDescribeActions() throws {
+        let dir = TemporaryDirectory("durable-entries")
+        let store = try WorkflowStore.open(path: dir.path)
+        let host = try store.start(DurableCounter(), id: "c", configuration: counterConfiguration())
+        host.rendering.sink.send(.init(amount: 5))
+        let entries = try store.entries(of: "c")
+        #expect(entries.map(\.sequence) == [1, 2])
+        #expect(entries[0].isProps && entries[0].origin == .props)
+        #expect(entries[1].actionTag == "counter.add" && entries[1].actionVersion == 1)
+        #expect(entries[1].origin == .sink)
+        #expect(entries[1].nodePath.description == "/DurableCounter")
+        #expect(String(decoding: entries[1].payload, as: UTF8.self) == #"{"amount":5}"#)
+        #expect(entries[1].digest != nil)
+        #expect(entries[1].time >= entries[0].time)
+    }
+
+    @Test("instances are listed, completed and deleted; deleting one leaves the others intact")
+    func listCompleteDelete() throws {
+        let dir = TemporaryDirectory("durable-list")
+        let store = try WorkflowStore.open(path: dir.path)
+        for id in ["a", "b", "c"] {
+            let host = try store.start(DurableCounter(), id: id, configuration: counterConfiguration())
+            host.rendering.sink.send(.init(amount: 1))
+            host.stop()
+        }
+        #expect(try store.instances().map(\.id) == ["a", "b", "c"])
+        try store.complete(id: "b")
+        #expect(try store.instances(status: .completed).map(\.id) == ["b"])
+        #expect(try store.instances(status: .running, workflowType: "DurableCounter").map(\.id) == ["a", "c"])
+        try store.delete(id: "a")
+        #expect(try store.instance(id: "a") == nil)
+        #expect(try store.statistics().logEntries == 4)
+        #expect(try store.resume(id: "c", as: DurableCounter.self, configuration: counterConfiguration()).rendering.state.count == 1)
+        expectDurableError(.instanceNotFound) { _ = try store.resume(id: "a", as: DurableCounter.self) }
+        expectDurableError(.instanceExists) { _ = try store.start(DurableCounter(), id: "c") }
+    }
+
+    @Test("props updates from the host are log entries and are replayed")
+    func propsAreLogged() throws {
+        let dir = TemporaryDirectory("durable-props")
+        let store = try WorkflowStore.open(path: dir.path)
+        let host = try store.start(DurableCounter(step: 1), id: "p", configuration: counterConfiguration())
+        host.rendering.sink.send(.init(amount: 1))
+        host.update(workflow: DurableCounter(step: 10))
+        host.rendering.sink.send(.init(amount: 1))
+        #expect(host.rendering.state.count == 11)
+        host.stop()
+        let entries = try store.entries(of: "p")
+        #expect(entries.map(\.origin) == [.props, .sink, .props, .sink])
+        let resumed = try store.resume(id: "p", as: DurableCounter.self, configuration: counterConfiguration())
+        #expect(resumed.rendering.state.count == 11)
+        resumed.rendering.sink.send(.init(amount: 1))
+        #expect(resumed.rendering.state.count == 21)
+    }
+
+    @Test("grouped mode: several actions share one commit; sendAndWait and flush return once committed")
+    func groupedCommits() async throws {
+        let dir = TemporaryDirectory("durable-grouped")
+        let store = try WorkflowStore.open(path: dir.path)
+        let host = try store.start(DurableCounter(), id: "g", configuration: counterConfiguration(.grouped))
+        let sink = host.rendering.sink
+        let before = try store.statistics().lastTransactionID
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 { group.addTask { for _ in 0..<250 { sink.send(.init(amount: 1)) } } }
+        }
+        #expect(await sink.sendAndWait(.init(amount: 1)))
+        await host.flush()
+        #expect(try store.instance(id: "g")?.lastSequence == 1002)
+        #expect(host.rendering.state.count == 1001)
+        // Far fewer commits than entries.
+        #expect(try store.statistics().lastTransactionID - before < 1001)
+    }
+}
