@@ -1,6 +1,8 @@
 // A helper that tests run as a real child process, so they can kill it with SIGKILL, run two
 // processes on one store, or drop privileges. Each command prints progress lines on stdout.
+import Dispatch
 import Foundation
+import DurableWorkflow
 import LMDB
 import TestSupport
 import TestWorkflows
@@ -93,6 +95,41 @@ do {
             say("opened")
         } catch {
             say("error \(error.kind) \(error.operation) | \(error)")
+        }
+
+    case "durable-counter-loop":
+        // durable-counter-loop STORE MODE: resumes (or starts) instance "torture" and sends
+        // Add(amount: n) for n = applied+1, applied+2, ... as fast as it can, printing "ack n"
+        // once n is committed (strict and processCrashSafe: when send returns; grouped: after
+        // each flush).
+        let mode: DurableConfiguration.Mode
+        switch arguments[2] {
+        case "grouped": mode = .grouped(maxBatch: 64)
+        case "processCrashSafe": mode = .processCrashSafe(syncInterval: .milliseconds(50))
+        default: mode = .strict
+        }
+        let configuration = DurableConfiguration(mode: mode, actions: DurableCounter.actions, snapshotEvery: 50)
+        let store = try WorkflowStore.open(path: arguments[1])
+        let host = try store.instance(id: "torture") == nil
+            ? try store.start(DurableCounter(), id: "torture", configuration: configuration)
+            : try store.resume(id: "torture", as: DurableCounter.self, configuration: configuration)
+        var next = host.rendering.state.applied + 1
+        say("ready \(host.rendering.state.applied) \(host.rendering.state.count)")
+        let sink = host.rendering.sink
+        while true {
+            if case .grouped = mode {
+                for amount in next..<(next + 10) { sink.send(.init(amount: amount)) }
+                let flushed = DispatchSemaphore(value: 0)
+                Task.detached { await host.flush(); flushed.signal() }
+                flushed.wait()
+                next += 10
+                say("ack \(next - 1)")
+            } else {
+                sink.send(.init(amount: next))
+                if let failure = host.failure { fail("host failed: \(failure)") }
+                say("ack \(next)")
+                next += 1
+            }
         }
 
     case "workflow-send-during-render":

@@ -1,0 +1,51 @@
+import DurableWorkflow
+import Foundation
+import TestSupport
+import TestWorkflows
+import Testing
+
+@Suite("Crash torture: real processes killed with SIGKILL while applying actions")
+struct CrashTortureTests {
+    @Test(
+        "after 30 kills at random moments, nothing acknowledged is lost and nothing is applied twice",
+        arguments: ["strict", "grouped", "processCrashSafe"]
+    )
+    func killRepeatedly(mode: String) throws {
+        let dir = TemporaryDirectory("torture-\(mode)")
+        var acknowledged = 0
+        var kills = 0
+        for round in 0..<30 {
+            let child = try ChildProcess(["durable-counter-loop", dir.path, mode], mergeStandardError: true)
+            guard let ready = child.readLine(), ready.hasPrefix("ready ") else {
+                Issue.record("round \(round): the child did not resume: \(child.readRemainingLines(timeout: .seconds(2)))")
+                return
+            }
+            let fields = ready.split(separator: " ").compactMap { Int($0) }
+            // The resumed state holds every acknowledged action, applied exactly once.
+            #expect(fields[0] >= acknowledged, "round \(round): resumed with \(fields[0]) applied, \(acknowledged) were acknowledged")
+            #expect(fields[1] == fields[0] * (fields[0] + 1) / 2, "round \(round): count \(fields[1]) is not 1+...+\(fields[0])")
+            let deadline = ContinuousClock.now + .milliseconds(Int.random(in: 5...120))
+            while ContinuousClock.now < deadline, let line = child.readLine(timeout: .seconds(5)) {
+                if line.hasPrefix("ack "), let value = Int(line.dropFirst(4)) { acknowledged = value }
+            }
+            child.kill()
+            for line in child.readRemainingLines(timeout: .seconds(5)) where line.hasPrefix("ack ") {
+                acknowledged = Int(line.dropFirst(4)) ?? acknowledged
+            }
+            #expect(try child.waitForExit() == 128 + SIGKILL)
+            kills += 1
+        }
+        #expect(kills == 30)
+        #expect(acknowledged > 0)
+
+        let store = try WorkflowStore.open(path: dir.path)
+        let configuration = DurableConfiguration(actions: DurableCounter.actions)
+        let host = try store.resume(id: "torture", as: DurableCounter.self, configuration: configuration)
+        let state = host.rendering.state
+        #expect(state.applied >= acknowledged)
+        #expect(state.count == state.applied * (state.applied + 1) / 2)
+        #expect(try store.instance(id: "torture")?.lastSequence == UInt64(state.applied + 1))
+        let report = try store.verify(id: "torture", as: DurableCounter.self, configuration: configuration)
+        #expect(report.isConsistent, "\(String(describing: report.problem))")
+    }
+}
