@@ -62,6 +62,7 @@ package protocol ReplayDriver {
 /// crash is started again after replay, so it can be passed to external systems as an
 /// idempotency key.
 public enum WorkerContext {
-    /// `instance/node-path/worker-key/start-sequence` for a durable host; `nil` in memory.
+    /// `<instance><node path>#<worker key>@<start sequence>` (e.g. `order-7/Order/Upload[a]#upload@12`)
+    /// for a durable host; `nil` in memory.
     @TaskLocal public static var idempotencyKey: String?
 }

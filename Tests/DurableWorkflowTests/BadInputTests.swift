@@ -1,0 +1,211 @@
+import DurableWorkflow
+import LMDB
+import TestSupport
+import TestWorkflows
+import Testing
+import Workflow
+
+/// A workflow whose render depends on a random number: replay cannot reproduce it.
+struct RandomShape: Workflow, Codable, Sendable {
+    struct Leaf: Workflow, Sendable {
+        func makeInitialState() -> Int { 0 }
+        func render(state: Int, context: RenderContext<Leaf>) -> Int { state }
+    }
+
+    struct Bump: DurableAction {
+        typealias WorkflowType = RandomShape
+        func apply(toState state: inout Int) -> Never? {
+            state += 1
+            return nil
+        }
+    }
+
+    func makeInitialState() -> Int { 0 }
+
+    func render(state: Int, context: RenderContext<RandomShape>) -> Sink<Bump> {
+        _ = context.render(Leaf(), key: String(Int.random(in: 0..<1_000_000_000)))
+        return context.makeSink(of: Bump.self)
+    }
+}
+
+/// A durable workflow that (wrongly) sends an action that is not a DurableAction.
+struct Leaky: Workflow, Codable, Sendable {
+    struct Plain: WorkflowAction {
+        typealias WorkflowType = Leaky
+        func apply(toState state: inout Int) -> Never? {
+            state += 1
+            return nil
+        }
+    }
+
+    func makeInitialState() -> Int { 0 }
+    func render(state: Int, context: RenderContext<Leaky>) -> (Int, Sink<Plain>) { (state, context.makeSink(of: Plain.self)) }
+}
+
+@Suite("Durable bad input: typed errors naming instance and sequence, nothing lost")
+struct DurableBadInputTests {
+    /// A store with instances "bad" and "good", 5 actions each.
+    func makeStore(_ dir: TemporaryDirectory) throws {
+        let store = try WorkflowStore.open(path: dir.path)
+        for id in ["bad", "good"] {
+            let host = try store.start(DurableCounter(), id: id, configuration: counterConfiguration())
+            for amount in 1...5 { host.rendering.sink.send(.init(amount: amount)) }
+            host.stop()
+        }
+    }
+
+    func expectGoodStillWorks(_ store: WorkflowStore) throws {
+        let good = try store.resume(id: "good", as: DurableCounter.self, configuration: counterConfiguration())
+        #expect(good.rendering.state.count == 15)
+        good.rendering.sink.send(.init(amount: 1))
+        #expect(good.rendering.state.count == 16)
+        good.stop()
+    }
+
+    @Test("an unknown action tag stops replay of that instance with a typed error, and loses nothing")
+    func unknownTag() throws {
+        let dir = TemporaryDirectory("bad-tag")
+        try makeStore(dir)
+        let store = try WorkflowStore.open(path: dir.path)
+        let error = expectDurableError(.unknownActionType) {
+            _ = try store.resume(id: "bad", as: DurableCounter.self, configuration: DurableConfiguration())
+        }
+        #expect(error?.instance == "bad")
+        #expect(error?.sequence == 2)
+        #expect(error?.actionTag == "counter.add")
+        #expect(error?.description.contains("Register") == true)
+        #expect(try store.entries(of: "bad").count == 6)
+        try expectGoodStillWorks(store)
+    }
+
+    @Test("a payload that does not decode is a typed error naming the sequence; an old-version decoder fixes it")
+    func undecodablePayload() throws {
+        struct Broken: Error {}
+        let dir = TemporaryDirectory("bad-payload")
+        try makeStore(dir)
+        let store = try WorkflowStore.open(path: dir.path)
+        var actions = ActionRegistry()
+        actions.register(DurableCounter.Add.self, version: 1) { _, _ in throw Broken() }
+        let error = expectDurableError(.undecodablePayload) {
+            _ = try store.resume(id: "bad", as: DurableCounter.self, configuration: DurableConfiguration(actions: actions))
+        }
+        #expect(error?.sequence == 2)
+        // A decoder registered for the old version reads its encoding into today's action.
+        struct LegacyAdd: Decodable { let amount: Int }
+        let probe = "migration-\(dir.path)"
+        var migrated = ActionRegistry()
+        migrated.register(DurableCounter.Add.self, version: 1) { bytes, codec in
+            Probe.record(probe, "decoded")
+            return DurableCounter.Add(amount: try codec.decode(LegacyAdd.self, from: bytes).amount)
+        }
+        let host = try store.resume(id: "bad", as: DurableCounter.self, configuration: DurableConfiguration(actions: migrated))
+        #expect(host.rendering.state.count == 15)
+        #expect(Probe.events(probe).count == 5)
+    }
+
+    @Test("an entry whose bytes were corrupted on disk is detected by its checksum, naming the sequence")
+    func corruptedBytes() throws {
+        let dir = TemporaryDirectory("bad-bytes")
+        try makeStore(dir)
+        let store = try WorkflowStore.open(path: dir.path)
+        let env = try Environment.open(path: dir.path)
+        let log: Database<[UInt8], [UInt8]> = try env.database(named: "log")
+        // Instance "bad" has key 1; flip one byte of entry 3's payload.
+        let key: [UInt8] = withUnsafeBytes(of: UInt64(1).bigEndian) { Array($0) } + withUnsafeBytes(of: UInt64(3).bigEndian) { Array($0) }
+        try env.write { txn in
+            var bytes = try #require(try txn.get(key, in: log))
+            bytes[bytes.count - 12] ^= 0x40
+            try txn.put(bytes, forKey: key, in: log)
+        }
+        let error = expectDurableError(.corruptEntry) {
+            _ = try store.resume(id: "bad", as: DurableCounter.self, configuration: counterConfiguration())
+        }
+        #expect(error?.instance == "bad")
+        #expect(error?.sequence == 3)
+        #expect(try store.instance(id: "bad")?.lastSequence == 6)
+        try expectGoodStillWorks(store)
+    }
+
+    @Test("a store written by a newer format is refused with a clear error")
+    func newerFormat() throws {
+        let dir = TemporaryDirectory("bad-format")
+        try makeStore(dir)
+        do {
+            let env = try Environment.open(path: dir.path)
+            let meta: Database<String, [UInt8]> = try env.database(named: "meta")
+            try env.write { txn in try txn.put([99, 0, 0, 0], forKey: "format", in: meta) }
+        }
+        let error = expectDurableError(.newerFormat) { _ = try WorkflowStore.open(path: dir.path) }
+        #expect(error?.description.contains("format 99") == true)
+        #expect(error?.store == dir.path)
+    }
+
+    @Test("a non-deterministic workflow is reported at the first diverging sequence with both digests")
+    func nonDeterministic() throws {
+        let dir = TemporaryDirectory("bad-random")
+        try makeStore(dir)
+        let configuration = DurableConfiguration(actions: ActionRegistry(RandomShape.Bump.self))
+        do {
+            let store = try WorkflowStore.open(path: dir.path)
+            let host = try store.start(RandomShape(), id: "random", configuration: configuration)
+            host.rendering.send(RandomShape.Bump())
+            host.rendering.send(RandomShape.Bump())
+            host.stop()
+        }
+        let store = try WorkflowStore.open(path: dir.path)
+        let error = expectDurableError(.nonDeterministic) {
+            _ = try store.resume(id: "random", as: RandomShape.self, configuration: configuration)
+        }
+        #expect(error?.sequence == 2)
+        #expect(error?.nodePath == "/RandomShape")
+        #expect(error?.description.contains("differs from the recorded") == true)
+        let report = try store.verify(id: "random", as: RandomShape.self, configuration: configuration)
+        #expect(report.problem?.kind == .nonDeterministic)
+        #expect(try store.entries(of: "random").count == 3)
+        try expectGoodStillWorks(store)
+    }
+
+    @Test("an action that is not a DurableAction stops the durable host; nothing uncommitted is published")
+    func actionNotDurable() throws {
+        let dir = TemporaryDirectory("bad-plain")
+        let store = try WorkflowStore.open(path: dir.path)
+        let host = try store.start(Leaky(), id: "leaky")
+        host.rendering.1.send(Leaky.Plain())
+        #expect((host.failure as? DurableError)?.kind == .actionNotDurable)
+        #expect(host.rendering.0 == 0)
+        #expect(try store.entries(of: "leaky").count == 1)
+    }
+
+    @Test("resuming with the wrong workflow type is a typed error")
+    func wrongType() throws {
+        let dir = TemporaryDirectory("bad-type")
+        try makeStore(dir)
+        let store = try WorkflowStore.open(path: dir.path)
+        expectDurableError(.wrongWorkflowType) { _ = try store.resume(id: "good", as: Leaky.self) }
+    }
+}
+
+@Suite("Many instances in one store (D6)")
+struct ManyInstancesTests {
+    @Test("10,000 instances in one store are each resumed correctly after a restart")
+    func tenThousandInstances() throws {
+        let dir = TemporaryDirectory("many")
+        let configuration = counterConfiguration(.processCrashSafe, snapshotEvery: nil)
+        do {
+            let store = try WorkflowStore.open(path: dir.path)
+            for index in 0..<10_000 {
+                let host = try store.start(DurableCounter(step: index % 7 + 1), id: "i\(index)", configuration: configuration)
+                host.rendering.sink.send(.init(amount: index % 13))
+                host.stop()
+            }
+            try store.sync()
+        }
+        let store = try WorkflowStore.open(path: dir.path)
+        #expect(try store.instances().count == 10_000)
+        for index in 0..<10_000 {
+            let host = try store.resume(id: "i\(index)", as: DurableCounter.self, configuration: configuration)
+            #expect(host.rendering.state.count == (index % 13) * (index % 7 + 1), "instance \(index)")
+            host.stop()
+        }
+    }
+}

@@ -1,0 +1,192 @@
+import DurableWorkflow
+import Synchronization
+import TestSupport
+import TestWorkflows
+import Testing
+import Workflow
+import WorkflowTesting
+
+/// Counts side-effect runs and worker starts per test (props must be Codable, so tests name
+/// their counters instead of passing objects).
+enum Probe {
+    private static let counters = Mutex<[String: [String]]>([:])
+    static func record(_ name: String, _ event: String) { counters.withLock { $0[name, default: []].append(event) } }
+    static func events(_ name: String) -> [String] { counters.withLock { $0[name] ?? [] } }
+}
+
+/// A workflow with a side effect per phase and a long-running upload worker.
+struct Uploader: Workflow, Codable, Sendable {
+    var probe: String
+
+    struct State: Codable, Equatable { var phase = 0 }
+
+    struct Advance: DurableAction {
+        typealias WorkflowType = Uploader
+        func apply(toState state: inout State) -> Never? {
+            state.phase += 1
+            return nil
+        }
+    }
+
+    /// Never finishes; records the idempotency key it was started with.
+    struct UploadWorker: Worker {
+        let probe: String
+        func run() -> AsyncStream<Advance> {
+            Probe.record(probe, "worker \(WorkerContext.idempotencyKey ?? "none")")
+            return AsyncStream { _ in }
+        }
+    }
+
+    func makeInitialState() -> State { State() }
+
+    func render(state: State, context: RenderContext<Uploader>) -> Sink<Advance> {
+        let probe = self.probe, phase = state.phase
+        context.runSideEffect(key: "phase-\(phase)") { _ in Probe.record(probe, "effect \(phase)") }
+        context.run(UploadWorker(probe: probe), key: "upload")
+        return context.makeSink(of: Advance.self)
+    }
+}
+
+@Suite("Replay, snapshots and time travel (D3, D5)")
+struct ReplayTests {
+    @Test("full replay and snapshot+tail replay agree; time travel to N equals the live state after action N")
+    func snapshotsAndTimeTravel() throws {
+        let dir = TemporaryDirectory("replay")
+        let store = try WorkflowStore.open(path: dir.path)
+        let configuration = counterConfiguration(snapshotEvery: 10)
+        let host = try store.start(DurableCounter(step: 3), id: "t", configuration: configuration)
+        var live: [UInt64: DurableCounter.State] = [1: host.rendering.state]
+        for amount in 1...95 {
+            host.rendering.sink.send(.init(amount: amount * amount % 17))
+            live[UInt64(amount + 1)] = host.rendering.state
+        }
+        host.stop()
+        #expect(try store.instance(id: "t")?.lastSnapshot == 90)
+        for sequence: UInt64 in [1, 2, 9, 10, 11, 50, 90, 91, 96] {
+            let tree = try store.state(of: "t", as: DurableCounter.self, at: sequence, configuration: configuration)
+            #expect(try tree.rootState(as: DurableCounter.State.self) == live[sequence], "at \(sequence)")
+        }
+        let report = try store.verify(id: "t", as: DurableCounter.self, configuration: configuration)
+        #expect(report.isConsistent)
+        #expect(report.snapshotSequence == 90)
+        #expect(report.fullReplayDigest == report.snapshotReplayDigest)
+        expectDurableError(.sequenceOutOfRange) { _ = try store.state(of: "t", as: DurableCounter.self, at: 97, configuration: configuration) }
+    }
+
+    @Test("no side effect or worker runs during replay; the live tree's start once after it, workers with the same idempotency key")
+    func noEffectsDuringReplay() async throws {
+        let dir = TemporaryDirectory("replay-effects")
+        let probe = "effects-\(dir.path)"
+        let configuration = DurableConfiguration(actions: ActionRegistry(Uploader.Advance.self), snapshotEvery: 3)
+        do {
+            let store = try WorkflowStore.open(path: dir.path)
+            let host = try store.start(Uploader(probe: probe), id: "u", configuration: configuration)
+            for _ in 0..<5 { host.rendering.send(Uploader.Advance()) }
+            await waitUntil { Probe.events(probe).contains { $0.hasPrefix("worker") } }
+            await host.stopAndWait()
+        }
+        let live = Probe.events(probe)
+        #expect(live.filter { $0.hasPrefix("effect") } == (0...5).map { "effect \($0)" })
+        let workerKeys = live.filter { $0.hasPrefix("worker") }
+        #expect(workerKeys == ["worker u/Uploader#upload@1"])
+
+        let store = try WorkflowStore.open(path: dir.path)
+        let host = try store.resume(id: "u", as: Uploader.self, configuration: configuration)
+        await waitUntil { Probe.events(probe).count == live.count + 2 }
+        let afterResume = Array(Probe.events(probe).dropFirst(live.count))
+        // Only the live tree's side effect and worker start; the worker keeps its idempotency key
+        // (resumed from the snapshot at 3 and from entries 4..6).
+        #expect(afterResume == ["effect 5", "worker u/Uploader#upload@1"])
+        host.stop()
+    }
+
+    @Test("a timer due while the process was down fires exactly once after resume, as a logged timer action")
+    func timerDueWhileDown() async throws {
+        let dir = TemporaryDirectory("timer-down")
+        let clock = ManualClock()
+        let start = clock.now()
+        let configuration = DurableConfiguration(actions: ActionRegistry(DurableReminder.Action.self), host: .init(clock: clock))
+        do {
+            let store = try WorkflowStore.open(path: dir.path)
+            let host = try store.start(DurableReminder(), id: "r", configuration: configuration)
+            host.rendering.sink.send(.start(delaySeconds: 60))
+            host.stop()
+        }
+        clock.advance(to: start + .seconds(120))
+        let store = try WorkflowStore.open(path: dir.path)
+        let host = try store.resume(id: "r", as: DurableReminder.self, configuration: configuration)
+        await waitUntil { (try? store.instance(id: "r")?.lastSequence) == 3 }
+        let entries = try store.entries(of: "r")
+        #expect(entries.map(\.origin) == [.props, .sink, .timer])
+        #expect(host.rendering.state.firedAt == start + .seconds(120))
+        try await Task.sleep(for: .milliseconds(30))
+        #expect(try store.entries(of: "r").count == 3)
+    }
+
+    @Test("a timer not yet due at resume fires at its original deadline")
+    func timerFiresAtOriginalDeadline() async throws {
+        let dir = TemporaryDirectory("timer-later")
+        let clock = ManualClock()
+        let start = clock.now()
+        let configuration = DurableConfiguration(actions: ActionRegistry(DurableReminder.Action.self), host: .init(clock: clock))
+        do {
+            let store = try WorkflowStore.open(path: dir.path)
+            let host = try store.start(DurableReminder(), id: "r", configuration: configuration)
+            host.rendering.sink.send(.start(delaySeconds: 60))
+            host.stop()
+        }
+        clock.advance(to: start + .seconds(30))
+        let store = try WorkflowStore.open(path: dir.path)
+        let host = try store.resume(id: "r", as: DurableReminder.self, configuration: configuration)
+        await waitUntil { clock.sleeperCount == 1 }
+        clock.advance(to: start + .seconds(59))
+        try await Task.sleep(for: .milliseconds(30))
+        #expect(host.rendering.state.firedAt == nil)
+        clock.advance(to: start + .seconds(60))
+        await waitUntil { host.rendering.state.firedAt != nil }
+        #expect(host.rendering.state.firedAt == start + .seconds(60))
+        #expect(try store.entries(of: "r").map(\.origin) == [.props, .sink, .timer])
+    }
+}
+
+/// A durable reminder: `start` sets a deadline from the logged time; the timer fires `fire`.
+struct DurableReminder: Workflow, Codable, Sendable {
+    struct State: Codable, Equatable {
+        var deadline: WallTime?
+        var firedAt: WallTime?
+    }
+
+    struct Rendering: Sendable {
+        let state: State
+        let sink: Sink<Action>
+    }
+
+    enum Action: DurableAction {
+        typealias WorkflowType = DurableReminder
+        case start(delaySeconds: Int)
+        case fire
+
+        func apply(toState state: inout State, context: ApplyContext<DurableReminder>) -> Never? {
+            switch self {
+            case .start(let delay): state.deadline = context.now + .seconds(delay)
+            case .fire:
+                state.firedAt = context.now
+                state.deadline = nil
+            }
+            return nil
+        }
+    }
+
+    func makeInitialState() -> State { State() }
+
+    func render(state: State, context: RenderContext<DurableReminder>) -> Rendering {
+        if let deadline = state.deadline { context.runTimer(key: "remind", fireAt: deadline) { Action.fire } }
+        return Rendering(state: state, sink: context.makeSink(of: Action.self))
+    }
+}
+
+/// Waits (polling every millisecond, bounded) until `condition` holds.
+func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) async {
+    let deadline = ContinuousClock.now + timeout
+    while !condition() && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(1)) }
+}
