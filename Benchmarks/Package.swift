@@ -12,6 +12,7 @@ let package = Package(
             dependencies: [
                 .product(name: "LMDB", package: "main"),
                 .product(name: "Workflow", package: "main"),
+                .product(name: "DurableWorkflow", package: "main"),
             ],
             swiftSettings: [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
         ),

@@ -7,17 +7,17 @@ public struct DurableConfiguration: Sendable {
         /// Every entry is committed and synced to disk (two flushes) before its consequences
         /// leave the engine: survives power loss.
         case strict
-        /// Entries share commits: one commit (synced like `strict`) when the host's queue runs
-        /// empty or `maxBatch` entries are pending. `send` returns after apply and render;
-        /// renderings, outputs and worker starts are released after the commit;
-        /// `sendAndWait` and `flush()` wait for it.
-        case grouped(maxBatch: Int)
+        /// Entries share commits (synced like `strict`): a commit happens when `maxBatch` entries
+        /// are pending, when someone waits (`sendAndWait`, `flush()`, stop), or `maxDelay` after
+        /// the first uncommitted entry. `send` returns after apply and render; renderings, outputs
+        /// and worker starts are released after the commit.
+        case grouped(maxBatch: Int, maxDelay: Duration)
         /// Every entry is committed without an fsync (survives a crash of the process, not of the
         /// machine); the store syncs in the background every `syncInterval`.
         case processCrashSafe(syncInterval: Duration)
 
-        /// `grouped` with batches of up to 1,000 entries.
-        public static var grouped: Mode { .grouped(maxBatch: 1000) }
+        /// `grouped` with batches of up to 1,000 entries, committed within 2 ms.
+        public static var grouped: Mode { .grouped(maxBatch: 1000, maxDelay: .milliseconds(2)) }
         /// `processCrashSafe` syncing every second.
         public static var processCrashSafe: Mode { .processCrashSafe(syncInterval: .seconds(1)) }
     }

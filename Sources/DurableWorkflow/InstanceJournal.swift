@@ -12,6 +12,7 @@ final class InstanceJournal: RuntimeJournal {
     private var pending: [LogEntry] = []
     private var pendingSnapshot: Snapshot?
     private var rootProps: [UInt8]
+    private var commitScheduled = false
     private(set) var currentSequence: UInt64
 
     init(store: WorkflowStore, instanceID: String, record: InstanceRecord, rootProps: [UInt8], configuration: DurableConfiguration) {
@@ -76,13 +77,23 @@ final class InstanceJournal: RuntimeJournal {
         case .strict, .processCrashSafe:
             try commit()
             return true
-        case .grouped(let maxBatch):
+        case .grouped(let maxBatch, _):
             if pending.count >= maxBatch { try commit() }
             return pending.isEmpty
         }
     }
 
-    func commitPending() throws -> Bool {
+    func commitPending(force: Bool, commitLater: @escaping @Sendable () -> Void) throws -> Bool {
+        if case .grouped(_, let delay) = configuration.mode, !force, !pending.isEmpty, delay > .zero {
+            if !commitScheduled {
+                commitScheduled = true
+                Task.detached {
+                    try? await Task.sleep(for: delay)
+                    commitLater()
+                }
+            }
+            return false
+        }
         try commit()
         return true
     }
@@ -97,7 +108,7 @@ final class InstanceJournal: RuntimeJournal {
         } else {
             durability = nil
         }
-        let layout = store.layout, key = instanceKey, entries = pending, snapshot = pendingSnapshot, id = instanceID
+        let layout = store.layout, key = instanceKey, entries = pending, snapshot = pendingSnapshot
         let last = currentSequence, cached = record
         do {
             record = try store.environment.write(durability: durability) { txn in
@@ -108,12 +119,12 @@ final class InstanceJournal: RuntimeJournal {
                     try txn.put(snapshot.encoded(), forKey: LogKey(instance: key, sequence: snapshot.sequence), in: layout.snapshots)
                 }
                 // Read-modify-write, so a status set meanwhile (complete) is kept.
-                let stored: InstanceRecord?? = try txn.withValue(forKey: id, in: layout.instances) { InstanceRecord.decode($0) }
-                var updated = (stored ?? nil) ?? cached
+                let stored = try txn.withValue(forKey: cached.stateKey, in: layout.log) { cached.withState($0) } ?? nil
+                var updated = stored ?? cached
                 updated.lastSequence = last
                 updated.updated = entries.last!.time
                 if let snapshot { updated.lastSnapshot = snapshot.sequence }
-                try txn.put(updated.encoded(), forKey: id, in: layout.instances)
+                try txn.put(updated.encodedState(), forKey: updated.stateKey, in: layout.log)
                 return updated
             }
         } catch let error as LMDBError {
@@ -121,5 +132,6 @@ final class InstanceJournal: RuntimeJournal {
         }
         pending.removeAll(keepingCapacity: true)
         pendingSnapshot = nil
+        commitScheduled = false
     }
 }

@@ -28,7 +28,10 @@ public struct InstanceInfo: Sendable, Hashable, Codable {
     public let lastSnapshot: UInt64
 }
 
-/// The stored form of an instance's index entry.
+/// An instance's index entry. Stored in two places so that a log commit touches one B-tree:
+/// the static part (key, type, created) under the id in `instances`, written once; the mutable
+/// part (status, updated, last sequence, last snapshot) in `log` under ``stateKey``, next to the
+/// instance's newest entries, rewritten with every commit.
 struct InstanceRecord {
     var key: UInt64
     var workflowType: String
@@ -38,45 +41,63 @@ struct InstanceRecord {
     var lastSequence: UInt64
     var lastSnapshot: UInt64
 
+    /// Where the mutable part lives in the log: after every sequence of the instance.
+    var stateKey: LogKey { LogKey(instance: key, sequence: .max) }
+
     func info(id: String) -> InstanceInfo {
         InstanceInfo(id: id, workflowType: workflowType, status: status, created: created, updated: updated,
                      lastSequence: lastSequence, lastSnapshot: lastSnapshot)
     }
 
-    func encoded() -> [UInt8] {
+    func encodedStatic() -> [UInt8] {
         var writer = ByteWriter()
         writer.write(UInt8(1))
         writer.write(key)
-        writer.write(UInt8(InstanceStatus.allCases.firstIndex(of: status)!))
         writer.write(created.nanosecondsSinceEpoch)
-        writer.write(updated.nanosecondsSinceEpoch)
-        writer.write(lastSequence)
-        writer.write(lastSnapshot)
         writer.write(workflowType)
         return writer.bytes
     }
 
-    static func decode(_ bytes: UnsafeRawBufferPointer) -> InstanceRecord? {
+    func encodedState() -> [UInt8] {
+        var writer = ByteWriter()
+        writer.write(UInt8(1))
+        writer.write(UInt8(InstanceStatus.allCases.firstIndex(of: status)!))
+        writer.write(updated.nanosecondsSinceEpoch)
+        writer.write(lastSequence)
+        writer.write(lastSnapshot)
+        return writer.bytes
+    }
+
+    /// The static part; the mutable fields are zero until ``withState(_:)`` fills them.
+    static func decodeStatic(_ bytes: UnsafeRawBufferPointer) -> InstanceRecord? {
         var reader = ByteReader(bytes)
         do {
             guard try reader.read(UInt8.self) == 1 else { return nil }
             let key = try reader.read(UInt64.self)
-            let statusIndex = Int(try reader.read(UInt8.self))
-            guard statusIndex < InstanceStatus.allCases.count else { return nil }
-            return InstanceRecord(
-                key: key, workflowType: "", status: InstanceStatus.allCases[statusIndex],
-                created: WallTime(nanosecondsSinceEpoch: try reader.read(Int64.self)),
-                updated: WallTime(nanosecondsSinceEpoch: try reader.read(Int64.self)),
-                lastSequence: try reader.read(UInt64.self), lastSnapshot: try reader.read(UInt64.self)
-            ).with(workflowType: try reader.readString())
+            let created = WallTime(nanosecondsSinceEpoch: try reader.read(Int64.self))
+            let type = try reader.readString()
+            return InstanceRecord(key: key, workflowType: type, status: .running, created: created, updated: created,
+                                  lastSequence: 0, lastSnapshot: 0)
         } catch {
             return nil
         }
     }
 
-    private func with(workflowType: String) -> InstanceRecord {
-        var copy = self
-        copy.workflowType = workflowType
-        return copy
+    /// This record with the mutable part decoded from `bytes`, or `nil` when they are corrupt.
+    func withState(_ bytes: UnsafeRawBufferPointer) -> InstanceRecord? {
+        var reader = ByteReader(bytes)
+        do {
+            guard try reader.read(UInt8.self) == 1 else { return nil }
+            let statusIndex = Int(try reader.read(UInt8.self))
+            guard statusIndex < InstanceStatus.allCases.count else { return nil }
+            var copy = self
+            copy.status = InstanceStatus.allCases[statusIndex]
+            copy.updated = WallTime(nanosecondsSinceEpoch: try reader.read(Int64.self))
+            copy.lastSequence = try reader.read(UInt64.self)
+            copy.lastSnapshot = try reader.read(UInt64.self)
+            return copy
+        } catch {
+            return nil
+        }
     }
 }

@@ -29,9 +29,10 @@ struct LogKey: LMDBCodable, Hashable {
 struct StoreLayout: Sendable {
     /// `format` and `nextInstanceKey`.
     let meta: Database<String, [UInt8]>
-    /// Instance id → ``InstanceRecord``.
+    /// Instance id → the static part of its ``InstanceRecord``.
     let instances: Database<String, [UInt8]>
-    /// (instance key, sequence) → encoded ``LogEntry``.
+    /// (instance key, sequence) → encoded ``LogEntry``; (instance key, UInt64.max) → the mutable
+    /// part of its ``InstanceRecord``.
     let log: Database<LogKey, [UInt8]>
     /// (instance key, sequence) → encoded ``Snapshot``.
     let snapshots: Database<LogKey, [UInt8]>

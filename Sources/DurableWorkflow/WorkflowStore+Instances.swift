@@ -26,7 +26,8 @@ extension WorkflowStore {
                     key: key, workflowType: String(reflecting: W.self), status: .running, created: now, updated: now,
                     lastSequence: 1, lastSnapshot: 0)
                 try txn.put(entry.encoded(), forKey: LogKey(instance: key, sequence: 1), in: layout.log)
-                try txn.put(record.encoded(), forKey: id, in: layout.instances)
+                try txn.put(record.encodedState(), forKey: record.stateKey, in: layout.log)
+                try txn.put(record.encodedStatic(), forKey: id, in: layout.instances)
                 return record
             }
         }
@@ -57,7 +58,8 @@ extension WorkflowStore {
             try environment.read { txn in
                 var found: [InstanceInfo] = []
                 try txn.forEach(in: layout.instances) { key, value in
-                    if let record = InstanceRecord.decode(value),
+                    if let base = InstanceRecord.decodeStatic(value),
+                       let record = try txn.withValue(forKey: base.stateKey, in: layout.log, { base.withState($0) }) ?? nil,
                        status == nil || record.status == status,
                        workflowType == nil || record.workflowType == workflowType || record.workflowType.hasSuffix(".\(workflowType!)") {
                         found.append(record.info(id: try String(lmdbBytes: key)))
@@ -89,6 +91,7 @@ extension WorkflowStore {
                     try txn.withCursor(on: database) { cursor in
                         var entry = try cursor.seek(atLeast: LogKey(instance: record.key, sequence: 0))
                         while let current = entry, try current.key(as: LogKey.self).instance == record.key {
+                            // Includes the index state at (key, UInt64.max).
                             try cursor.deleteCurrent()
                             entry = try cursor.current()
                         }
@@ -110,20 +113,30 @@ extension WorkflowStore {
 
     func record(id: String) throws -> InstanceRecord? {
         try storageCall(instance: id) {
-            try environment.read { txn in try txn.withValue(forKey: id, in: layout.instances) { InstanceRecord.decode($0) } ?? nil }
+            try environment.read { txn in
+                guard let base = try txn.withValue(forKey: id, in: layout.instances, { InstanceRecord.decodeStatic($0) }) ?? nil else {
+                    return nil
+                }
+                guard let record = try txn.withValue(forKey: base.stateKey, in: layout.log, { base.withState($0) }) ?? nil else {
+                    throw DurableError(.corruptEntry, store: path, instance: id, detail: "the instance's index entry is missing or corrupt",
+                                       recovery: "Restore the store from a copy")
+                }
+                return record
+            }
         }
     }
 
     func setStatus(_ status: InstanceStatus, id: String) throws {
         let layout = self.layout
         try storageCall(instance: id) {
+            guard var record = try record(id: id) else { throw notFound(id) }
             try environment.write { txn in
-                guard var record = try txn.withValue(forKey: id, in: layout.instances, { InstanceRecord.decode($0) }) ?? nil else {
-                    throw self.notFound(id)
+                if let stored = try txn.withValue(forKey: record.stateKey, in: layout.log, { record.withState($0) }) ?? nil {
+                    record = stored
                 }
                 record.status = status
                 record.updated = .now()
-                try txn.put(record.encoded(), forKey: id, in: layout.instances)
+                try txn.put(record.encodedState(), forKey: record.stateKey, in: layout.log)
             }
         }
     }

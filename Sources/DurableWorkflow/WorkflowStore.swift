@@ -135,10 +135,12 @@ public final class WorkflowStore: Sendable {
     public func statistics() throws -> StoreStatistics {
         let info = environment.info()
         return try environment.read { txn in
-            StoreStatistics(
+            let instances = try txn.count(of: layout.instances)
+            return StoreStatistics(
                 formatVersion: Self.formatVersion, mapSize: info.mapSize, usedBytes: info.usedBytes,
                 readersInUse: info.readersInUse, maxReaders: info.maxReaders,
-                instances: try txn.count(of: layout.instances), logEntries: try txn.count(of: layout.log),
+                // The log also holds one index state record per instance.
+                instances: instances, logEntries: try txn.count(of: layout.log) - instances,
                 snapshots: try txn.count(of: layout.snapshots), lastTransactionID: info.lastTransactionID)
         }
     }

@@ -137,24 +137,33 @@ public final class Environment: Sendable {
     /// when it throws. On a full map the map grows and `body` runs again (see the type's notes).
     /// Do not call from inside another transaction's closure on the same thread.
     ///
-    /// `durability` relaxes the environment's durability for this one commit (`noMetaSync` or
-    /// `noSync`); `nil` uses the environment's.
+    /// `durability` sets the durability of this one commit; `nil` uses the environment's.
+    /// (LMDB 0.9 has no per-transaction sync flag, so the environment's sync flags are switched
+    /// while this process holds the write lock, and restored before it lets go.)
     public func write<R>(
         durability: EnvironmentConfiguration.Durability? = nil, _ body: (borrowing WriteTransaction) throws -> R
     ) throws -> R {
         try requireWritable("begin a write transaction")
-        let flags: UInt32
-        switch durability {
-        case nil, .strict?: flags = 0
-        case .noMetaSync?: flags = UInt32(MDB_NOMETASYNC)
-        case .noSync?: flags = UInt32(MDB_NOSYNC)
-        }
+        let syncFlags = UInt32(MDB_NOSYNC | MDB_NOMETASYNC)
+        let override = durability.map(Self.syncFlags).flatMap { $0 == Self.syncFlags(configuration.durability) ? nil : $0 }
         while true {
             let outcome: WriteOutcome<R> = try gate.withShared { () throws -> WriteOutcome<R> in
                 var txn: OpaquePointer?
-                var rc = mdb_txn_begin(handle, nil, flags, &txn)
+                var rc = mdb_txn_begin(handle, nil, 0, &txn)
                 if rc == MDB_MAP_RESIZED { return .retryAfterResize }
                 guard rc == 0, let txn else { throw LMDBError.from(code: rc, path: path, operation: "begin a write transaction") }
+                if let override {
+                    // Safe: other writers of this process are blocked in mdb_txn_begin until we commit.
+                    mdb_env_set_flags(handle, syncFlags, 0)
+                    if override != 0 { mdb_env_set_flags(handle, override, 1) }
+                }
+                defer {
+                    if override != nil {
+                        mdb_env_set_flags(handle, syncFlags, 0)
+                        let base = Self.syncFlags(configuration.durability)
+                        if base != 0 { mdb_env_set_flags(handle, base, 1) }
+                    }
+                }
                 var state = TransactionState()
                 let mapSize = currentMapSize()
                 let result: R
@@ -192,6 +201,14 @@ public final class Environment: Sendable {
             writerQueue.async {
                 continuation.resume(with: Result { try self.write(body) })
             }
+        }
+    }
+
+    private static func syncFlags(_ durability: EnvironmentConfiguration.Durability) -> UInt32 {
+        switch durability {
+        case .strict: return 0
+        case .noMetaSync: return UInt32(MDB_NOMETASYNC)
+        case .noSync: return UInt32(MDB_NOSYNC)
         }
     }
 

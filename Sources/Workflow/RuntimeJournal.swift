@@ -14,8 +14,10 @@ package protocol RuntimeJournal: AnyObject {
     /// The render pass for the last recorded entry finished; returns whether everything recorded
     /// so far is committed.
     func renderPassDidFinish(tree: any RuntimeTree) throws -> Bool
-    /// Commits whatever is pending; returns whether everything recorded is committed.
-    func commitPending() throws -> Bool
+    /// The queue ran empty (`force == false`) or someone waits for the commit (`force == true`).
+    /// Commits whatever is pending and returns `true`, or (not forced) defers: returns `false`
+    /// and arranges for `commitLater` to be called once the commit should happen.
+    func commitPending(force: Bool, commitLater: @escaping @Sendable () -> Void) throws -> Bool
     /// The sequence of the latest recorded entry (0 before the first).
     var currentSequence: UInt64 { get }
     /// The instance's id, for worker idempotency keys.

@@ -3,11 +3,18 @@
 //   swift run -c release --package-path Benchmarks wf-bench [SCENARIO ...] [--json FILE] [--runs N] [--quick]
 import Foundation
 
+/// Ceilings measured so far in this run, by case name (raw-lmdb runs first when needed).
+nonisolated(unsafe) var ceilings: [String: Measurement] = [:]
+
 let scenarios: [(name: String, run: ((runs: Int, scale: Double)) throws -> [Measurement])?] = [
     (RawLMDBScenario.name, { try RawLMDBScenario.run(runs: $0.runs, scale: $0.scale) }),
     (RuntimeScenario.name, { RuntimeScenario.run(runs: $0.runs, scale: $0.scale) }),
+    (DurableScenario.name, { try DurableScenario.run(runs: $0.runs, scale: $0.scale, ceilings: ceilings) }),
+    (ReplayScenario.name, { try ReplayScenario.run(runs: $0.runs, scale: $0.scale, ceilings: ceilings) }),
+    (InstancesScenario.name, { try InstancesScenario.run(runs: $0.runs, scale: $0.scale) }),
 ]
-let plannedScenarios = ["durable", "replay", "instances", "signals", "feedback", "sqlite"]
+let plannedScenarios = ["signals", "feedback", "sqlite"]
+let needCeilings: Set<String> = ["durable", "replay"]
 
 var selected: [String] = []
 var jsonPath: String?
@@ -32,7 +39,11 @@ for name in selected where !known.contains(name) {
     FileHandle.standardError.write(Data("wf-bench: unknown scenario '\(name)'\n".utf8))
     exit(2)
 }
-let wanted = selected.isEmpty ? available.map(\.name) + plannedScenarios : selected
+var wanted = selected.isEmpty ? available.map(\.name) + plannedScenarios : selected
+// Ratios need the ceiling measured in the same run.
+if !wanted.contains(RawLMDBScenario.name), wanted.contains(where: needCeilings.contains) {
+    wanted.insert(RawLMDBScenario.name, at: 0)
+}
 
 let machine = Report.machine()
 print("wf-bench — \(machine["date"] ?? ""), \(machine["cores"] ?? "?") cores, \(machine["memory_gib"] ?? "?") GiB, \(machine["filesystem"] ?? "unknown filesystem")")
@@ -45,6 +56,7 @@ for name in wanted {
     }
     do {
         let results = try scenario.run((runs, scale))
+        if name == RawLMDBScenario.name { for result in results { ceilings[result.case] = result } }
         all += results
         print(Report.table(name, results))
     } catch {

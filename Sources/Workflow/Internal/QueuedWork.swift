@@ -17,7 +17,7 @@ enum QueueItem: Sendable {
     /// Stop calling a rendering callback.
     case unobserve(UInt64)
     /// Commit what is pending (durable hosts); resumes once it is committed and released.
-    case flush(CheckedContinuation<Void, Never>)
+    case flush(CheckedContinuation<Void, Never>?)
     /// End the tree; `completion` resumes when every worker and side effect has ended.
     case stop(CheckedContinuation<Void, Never>?)
 }

@@ -50,6 +50,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     @exclusivity(unchecked) private var pendingCompletions: [CheckedContinuation<Bool, Never>] = []
     @exclusivity(unchecked) private var pendingFlushes: [CheckedContinuation<Void, Never>] = []
     @exclusivity(unchecked) private var uncommitted = false
+    @exclusivity(unchecked) private var commitDeferred = false
     @exclusivity(unchecked) private var callbacks: [UInt64: @Sendable (Any) -> Void] = [:]
     @exclusivity(unchecked) private var stopped = false
 
@@ -130,9 +131,10 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
                 process(item)
                 continue
             }
-            // The queue ran empty: a durable host commits what is pending (group commit).
-            if uncommitted {
-                commitPendingAndRelease()
+            // The queue ran empty: a durable host commits what is pending now, or (group commit)
+            // a moment later unless someone is waiting for it.
+            if uncommitted && !commitDeferred {
+                commitPendingAndRelease(force: !pendingCompletions.isEmpty || !pendingFlushes.isEmpty)
                 continue
             }
             let done = inbox.withLock { inbox -> Bool in
@@ -148,6 +150,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     // MARK: Processing
 
     private func process(_ item: QueueItem) {
+        commitDeferred = false
         switch item {
         case .work(let work, let completion):
             let outcome = applyWork(work)
@@ -180,11 +183,13 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         case .unobserve(let id):
             callbacks[id] = nil
         case .flush(let completion):
-            if uncommitted { commitPendingAndRelease() }
-            if uncommitted { pendingFlushes.append(completion) } else { completion.resume() }
+            if uncommitted { commitPendingAndRelease(force: true) }
+            if let completion {
+                if uncommitted { pendingFlushes.append(completion) } else { completion.resume() }
+            }
         case .stop(let completion):
             if !stopped {
-                if uncommitted { commitPendingAndRelease() }
+                if uncommitted { commitPendingAndRelease(force: true) }
                 stopped = true
                 root.tearDown()
                 context.effects.release(queue: self, observers: context.observers)
@@ -260,12 +265,14 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         }
     }
 
-    private func commitPendingAndRelease() {
+    private func commitPendingAndRelease(force: Bool) {
         guard let journal else { return }
         do {
-            if try journal.commitPending() {
+            if try journal.commitPending(force: force, commitLater: { [weak self] in self?.enqueue(.flush(nil)) }) {
                 uncommitted = false
                 releasePending()
+            } else {
+                commitDeferred = true
             }
         } catch {
             fail(error)

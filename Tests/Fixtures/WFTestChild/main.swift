@@ -104,7 +104,7 @@ do {
         // each flush).
         let mode: DurableConfiguration.Mode
         switch arguments[2] {
-        case "grouped": mode = .grouped(maxBatch: 64)
+        case "grouped": mode = .grouped(maxBatch: 64, maxDelay: .milliseconds(2))
         case "processCrashSafe": mode = .processCrashSafe(syncInterval: .milliseconds(50))
         default: mode = .strict
         }
