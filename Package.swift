@@ -32,6 +32,9 @@ let package = Package(
         // A swift-log observer.
         .target(name: "WorkflowLogging", dependencies: ["Workflow", .product(name: "Logging", package: "swift-log")]),
 
+        // Examples.
+        .executableTarget(name: "counter-demo", dependencies: ["DurableWorkflow", "Workflow"], path: "Examples/CounterDemo"),
+
         // A helper executable that tests spawn as a real child process (crash and multi-process tests).
         // Test helpers shared by every test target and the child-process helper.
         .target(name: "TestSupport", dependencies: [], path: "Tests/TestSupport"),
@@ -44,7 +47,10 @@ let package = Package(
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "TestSupport", "wf-test-child"]),
         .testTarget(
             name: "DurableWorkflowTests",
-            dependencies: ["DurableWorkflow", "Workflow", "WorkflowTesting", "LMDB", "TestSupport", "TestWorkflows", "wf-test-child"]
+            dependencies: [
+                "DurableWorkflow", "Workflow", "WorkflowTesting", "LMDB", "TestSupport", "TestWorkflows", "wf-test-child",
+                "counter-demo",
+            ]
         ),
         .testTarget(name: "WorkflowTests", dependencies: ["Workflow", "WorkflowTesting", "WorkflowLogging", "TestSupport", "TestWorkflows", "wf-test-child"]),
     ],
