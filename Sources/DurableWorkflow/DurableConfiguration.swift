@@ -42,6 +42,8 @@ public struct DurableConfiguration: Sendable {
     public var digests: Digests
     /// Observers, programmer-error policy and clock for the runtime.
     public var host: HostConfiguration
+    /// Observers of the log: appends, commits, replay progress.
+    public var observers: [any DurableObserver] = []
 
     /// A configuration; every parameter has a documented default.
     public init(

@@ -29,6 +29,8 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
         case replayMismatch
         /// A sequence number outside the instance's log.
         case sequenceOutOfRange
+        /// Another live host (in this or another process) is running the instance.
+        case instanceInUse
         /// The underlying store failed (see `storageError`).
         case storage
     }

@@ -11,16 +11,18 @@ final class InstanceJournal: RuntimeJournal {
     private var record: InstanceRecord
     private var pending: [LogEntry] = []
     private var pendingSnapshot: Snapshot?
-    private var rootProps: [UInt8]
     private var commitScheduled = false
     private(set) var currentSequence: UInt64
+    /// This host's claim on the instance (stored with the index state).
+    private let owner: InstanceOwner
 
-    init(store: WorkflowStore, instanceID: String, record: InstanceRecord, rootProps: [UInt8], configuration: DurableConfiguration) {
+    /// A journal for an instance whose `record` already carries this host's `owner` claim.
+    init(store: WorkflowStore, instanceID: String, record: InstanceRecord, configuration: DurableConfiguration) {
         self.store = store
         self.instanceID = instanceID
         self.instanceKey = record.key
+        self.owner = record.owner
         self.record = record
-        self.rootProps = rootProps
         self.configuration = configuration
         self.currentSequence = record.lastSequence
     }
@@ -39,7 +41,7 @@ final class InstanceJournal: RuntimeJournal {
     }
 
     func record(props: any Sendable, time: WallTime, tree: any RuntimeTree) throws {
-        rootProps = try StateCoding.encode(props, codec: configuration.codec, what: "root props", store: store.path, instance: instanceID)
+        let rootProps = try StateCoding.encode(props, codec: configuration.codec, what: "root props", store: store.path, instance: instanceID)
         append(LogEntry(
             sequence: currentSequence + 1, time: time, origin: .props, nodePath: WorkflowStore.rootPath(of: type(of: props)),
             actionTag: LogEntry.propsTag, actionVersion: 1, payload: rootProps, digest: nil))
@@ -69,8 +71,11 @@ final class InstanceJournal: RuntimeJournal {
                 actionTag: last.actionTag, actionVersion: last.actionVersion, payload: last.payload, digest: digest)
         }
         if let every = configuration.snapshotEvery, every > 0, currentSequence % UInt64(every) == 0 {
+            // The root's props as the tree holds them now (a resume may have replayed props updates).
+            let props = try StateCoding.encode(tree.rootWorkflow(), codec: configuration.codec, what: "root props",
+                                               store: store.path, instance: instanceID)
             pendingSnapshot = try Snapshot.capture(
-                sequence: currentSequence, rootProps: rootProps, tree: tree, codec: configuration.codec,
+                sequence: currentSequence, rootProps: props, tree: tree, codec: configuration.codec,
                 store: store.path, instance: instanceID)
         }
         switch configuration.mode {
@@ -81,6 +86,16 @@ final class InstanceJournal: RuntimeJournal {
             if pending.count >= maxBatch { try commit() }
             return pending.isEmpty
         }
+    }
+
+    func hostDidStop() {
+        store.releaseOwnership(of: instanceID, record: record, owner: owner)
+    }
+
+    private func inUse(by other: InstanceOwner) -> DurableError {
+        DurableError(.instanceInUse, store: store.path, instance: instanceID, sequence: currentSequence,
+                     detail: "another host (process \(other.pid)) has taken over the instance; this host's uncommitted actions were not written",
+                     recovery: "Run each instance in one host at a time")
     }
 
     func commitPending(force: Bool, commitLater: @escaping @Sendable () -> Void) throws -> Bool {
@@ -110,6 +125,7 @@ final class InstanceJournal: RuntimeJournal {
         }
         let layout = store.layout, key = instanceKey, entries = pending, snapshot = pendingSnapshot
         let last = currentSequence, cached = record
+        let started = ContinuousClock.now
         do {
             record = try store.environment.write(durability: durability) { txn in
                 for entry in entries {
@@ -121,6 +137,7 @@ final class InstanceJournal: RuntimeJournal {
                 // Read-modify-write, so a status set meanwhile (complete) is kept.
                 let stored = try txn.withValue(forKey: cached.stateKey, in: layout.log) { cached.withState($0) } ?? nil
                 var updated = stored ?? cached
+                guard updated.owner == owner else { throw self.inUse(by: updated.owner) }
                 updated.lastSequence = last
                 updated.updated = entries.last!.time
                 if let snapshot { updated.lastSnapshot = snapshot.sequence }
@@ -129,6 +146,14 @@ final class InstanceJournal: RuntimeJournal {
             }
         } catch let error as LMDBError {
             throw DurableError.storage(error, store: store.path, instance: instanceID)
+        }
+        record.lastSequence = last
+        if !configuration.observers.isEmpty {
+            let duration = ContinuousClock.now - started
+            for observer in configuration.observers {
+                for entry in entries { observer.didAppend(entry, instance: instanceID) }
+                observer.didCommit(instance: instanceID, batchSize: entries.count, lastSequence: last, duration: duration)
+            }
         }
         pending.removeAll(keepingCapacity: true)
         pendingSnapshot = nil

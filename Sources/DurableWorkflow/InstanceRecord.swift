@@ -40,6 +40,7 @@ struct InstanceRecord {
     var updated: WallTime
     var lastSequence: UInt64
     var lastSnapshot: UInt64
+    var owner = InstanceOwner.none
 
     /// Where the mutable part lives in the log: after every sequence of the instance.
     var stateKey: LogKey { LogKey(instance: key, sequence: .max) }
@@ -65,6 +66,9 @@ struct InstanceRecord {
         writer.write(updated.nanosecondsSinceEpoch)
         writer.write(lastSequence)
         writer.write(lastSnapshot)
+        writer.write(owner.pid)
+        writer.write(owner.processStart)
+        writer.write(owner.token)
         return writer.bytes
     }
 
@@ -95,6 +99,8 @@ struct InstanceRecord {
             copy.updated = WallTime(nanosecondsSinceEpoch: try reader.read(Int64.self))
             copy.lastSequence = try reader.read(UInt64.self)
             copy.lastSnapshot = try reader.read(UInt64.self)
+            copy.owner = InstanceOwner(
+                pid: try reader.read(Int32.self), processStart: try reader.read(UInt64.self), token: try reader.read(UInt64.self))
             return copy
         } catch {
             return nil

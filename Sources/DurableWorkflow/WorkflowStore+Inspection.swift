@@ -86,6 +86,38 @@ extension WorkflowStore {
                                   fullReplayDigest: full.digest, snapshotReplayDigest: fromSnapshot.digest, problem: problem)
     }
 
+    /// Takes a snapshot of instance `id` at its last entry now (rebuilt by replay, read-only for
+    /// the running host, if any); later resumes start from it. Returns its sequence.
+    @discardableResult
+    public func snapshot<W: DurableWorkflow>(
+        id: String, as type: W.Type, configuration: DurableConfiguration = DurableConfiguration()
+    ) throws -> UInt64 where W.Rendering: Sendable, W.Output: Sendable {
+        let plan = try replayPlan(id: id, as: type, through: nil, useSnapshot: true, configuration: configuration)
+        var captured: Result<Snapshot, any Error>?
+        try WorkflowHost<W>.inspect(
+            workflow: plan.root, configuration: configuration.host, restorer: plan.restorer, initialSequence: plan.baseSequence,
+            replay: { driver in try self.replay(plan, driver: driver, configuration: configuration) },
+            inspect: { tree in
+                captured = Result {
+                    let props = try StateCoding.encode(tree.rootWorkflow(), codec: configuration.codec, what: "root props",
+                                                       store: self.path, instance: id)
+                    return try Snapshot.capture(sequence: plan.target, rootProps: props, tree: tree, codec: configuration.codec,
+                                                store: self.path, instance: id)
+                }
+            })
+        let snapshot = try captured!.get()
+        let layout = self.layout, record = plan.record
+        try storageCall(instance: id) {
+            try environment.write { txn in
+                try txn.put(snapshot.encoded(), forKey: LogKey(instance: record.key, sequence: snapshot.sequence), in: layout.snapshots)
+                guard var current = try txn.withValue(forKey: record.stateKey, in: layout.log, { record.withState($0) }) ?? nil else { return }
+                current.lastSnapshot = max(current.lastSnapshot, snapshot.sequence)
+                try txn.put(current.encodedState(), forKey: current.stateKey, in: layout.log)
+            }
+        }
+        return snapshot.sequence
+    }
+
     private func rebuild<W: DurableWorkflow>(
         id: String, as type: W.Type, through: UInt64?, useSnapshot: Bool, configuration: DurableConfiguration
     ) throws -> StateTree where W.Rendering: Sendable, W.Output: Sendable {

@@ -24,14 +24,14 @@ extension WorkflowStore {
                 try txn.put(withUnsafeBytes(of: (key + 1).bigEndian) { Array($0) }, forKey: "nextInstanceKey", in: layout.meta)
                 let record = InstanceRecord(
                     key: key, workflowType: String(reflecting: W.self), status: .running, created: now, updated: now,
-                    lastSequence: 1, lastSnapshot: 0)
+                    lastSequence: 1, lastSnapshot: 0, owner: .claim())
                 try txn.put(entry.encoded(), forKey: LogKey(instance: key, sequence: 1), in: layout.log)
                 try txn.put(record.encodedState(), forKey: record.stateKey, in: layout.log)
                 try txn.put(record.encodedStatic(), forKey: id, in: layout.instances)
                 return record
             }
         }
-        let journal = InstanceJournal(store: self, instanceID: id, record: record, rootProps: props, configuration: configuration)
+        let journal = InstanceJournal(store: self, instanceID: id, record: record, configuration: configuration)
         return try WorkflowHost(workflow: workflow, configuration: configuration.host, journal: journal, initialSequence: 1)
     }
 
@@ -45,11 +45,43 @@ extension WorkflowStore {
         id: String, as type: W.Type, configuration: DurableConfiguration = DurableConfiguration()
     ) throws -> WorkflowHost<W> where W.Rendering: Sendable, W.Output: Sendable {
         let plan = try replayPlan(id: id, as: type, through: nil, useSnapshot: true, configuration: configuration)
-        let journal = InstanceJournal(
-            store: self, instanceID: id, record: plan.record, rootProps: plan.rootProps, configuration: configuration)
+        let claimed = try claimOwnership(of: id, record: plan.record)
+        let journal = InstanceJournal(store: self, instanceID: id, record: claimed, configuration: configuration)
+        // A failed replay stops the host, which releases the claim (hostDidStop).
         return try WorkflowHost(
             workflow: plan.root, configuration: configuration.host, journal: journal, restorer: plan.restorer,
             initialSequence: plan.baseSequence, replay: { driver in try self.replay(plan, driver: driver, configuration: configuration) })
+    }
+
+    /// Claims instance `id` for a new host of this process, unless a live host holds it.
+    func claimOwnership(of id: String, record: InstanceRecord) throws -> InstanceRecord {
+        let layout = self.layout, store = path
+        return try storageCall(instance: id) {
+            try environment.write { txn in
+                let stored: InstanceRecord?? = try txn.withValue(forKey: record.stateKey, in: layout.log) { record.withState($0) }
+                var current = (stored ?? nil) ?? record
+                if current.owner.isAlive {
+                    throw DurableError(.instanceInUse, store: store, instance: id,
+                                       detail: "the instance is running in another host (process \(current.owner.pid))",
+                                       recovery: "Stop that host first; a crashed process's claim is taken over automatically")
+                }
+                current.owner = .claim()
+                try txn.put(current.encodedState(), forKey: current.stateKey, in: layout.log)
+                return current
+            }
+        }
+    }
+
+    /// Clears `owner`'s claim on instance `id` (best effort: a released token is not alive anyway).
+    func releaseOwnership(of id: String, record: InstanceRecord, owner: InstanceOwner) {
+        owner.release()
+        let layout = self.layout
+        _ = try? environment.write { txn in
+            guard var current = try txn.withValue(forKey: record.stateKey, in: layout.log, { record.withState($0) }) ?? nil,
+                  current.owner == owner else { return }
+            current.owner = .none
+            try txn.put(current.encodedState(), forKey: current.stateKey, in: layout.log)
+        }
     }
 
     /// Every instance, optionally only those with `status` and/or root workflow `type` (type name).
@@ -84,6 +116,10 @@ extension WorkflowStore {
     /// Deletes instance `id`: its index entry, log and snapshots. Stop its host first.
     public func delete(id: String) throws {
         guard let record = try record(id: id) else { throw notFound(id) }
+        if record.owner.isAlive {
+            throw DurableError(.instanceInUse, store: path, instance: id, detail: "the instance is running in a host",
+                               recovery: "Stop its host before deleting it")
+        }
         let layout = self.layout
         try storageCall(instance: id) {
             try environment.write { txn in

@@ -70,13 +70,20 @@ extension WorkflowStore {
 
     /// Applies the plan's entries to the tree through `driver`, checking recorded digests.
     func replay<W: DurableWorkflow>(_ plan: ReplayPlan<W>, driver: any ReplayDriver, configuration: DurableConfiguration) throws {
+        let observers = configuration.observers, started = ContinuousClock.now
+        for observer in observers { observer.replayWillStart(instance: plan.id, from: plan.baseSequence, to: plan.target) }
         var next = plan.baseSequence + 1
         while next <= plan.target {
             let last = min(next + Self.replayChunk - 1, plan.target)
             for entry in try readEntries(record: plan.record, id: plan.id, from: next, through: last) {
                 try apply(entry, plan: plan, driver: driver, configuration: configuration)
             }
+            for observer in observers { observer.replayProgress(instance: plan.id, sequence: last, target: plan.target) }
             next = last + 1
+        }
+        let duration = ContinuousClock.now - started
+        for observer in observers {
+            observer.replayDidFinish(instance: plan.id, entries: plan.target - plan.baseSequence, duration: duration)
         }
     }
 

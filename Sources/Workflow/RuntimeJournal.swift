@@ -18,6 +18,8 @@ package protocol RuntimeJournal: AnyObject {
     /// Commits whatever is pending and returns `true`, or (not forced) defers: returns `false`
     /// and arranges for `commitLater` to be called once the commit should happen.
     func commitPending(force: Bool, commitLater: @escaping @Sendable () -> Void) throws -> Bool
+    /// The host stopped (or failed): release whatever the journal holds for it.
+    func hostDidStop()
     /// The sequence of the latest recorded entry (0 before the first).
     var currentSequence: UInt64 { get }
     /// The instance's id, for worker idempotency keys.
@@ -30,6 +32,8 @@ package protocol RuntimeTree {
     func nodeStates() -> [(path: NodePath, state: Any)]
     /// Every declared worker's node path, key and start sequence.
     func workerStarts() -> [(path: NodePath, key: String, sequence: UInt64)]
+    /// The root workflow value (the props it was last given).
+    func rootWorkflow() -> Any
 }
 
 /// Gives nodes created during a resume the states a snapshot recorded.

@@ -190,3 +190,48 @@ func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) async 
     let deadline = ContinuousClock.now + timeout
     while !condition() && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(1)) }
 }
+
+/// Records what a durable observer is told.
+struct RecordingDurableObserver: DurableObserver {
+    let probe: String
+    func didCommit(instance: String, batchSize: Int, lastSequence: UInt64, duration: Duration) {
+        Probe.record(probe, "commit \(batchSize) ->\(lastSequence)")
+    }
+    func replayWillStart(instance: String, from base: UInt64, to target: UInt64) { Probe.record(probe, "replay \(base)..\(target)") }
+    func replayDidFinish(instance: String, entries: UInt64, duration: Duration) { Probe.record(probe, "replayed \(entries)") }
+}
+
+@Suite("Snapshots on demand, props across snapshots, observers")
+struct SnapshotOnDemandTests {
+    @Test("an on-demand snapshot is used by the next resume; props updated after it are kept by later snapshots")
+    func onDemandSnapshot() throws {
+        let dir = TemporaryDirectory("snap-demand")
+        let probe = "observer-\(dir.path)"
+        var configuration = counterConfiguration(snapshotEvery: 4)
+        configuration.observers = [RecordingDurableObserver(probe: probe)]
+        let store = try WorkflowStore.open(path: dir.path)
+        do {
+            let host = try store.start(DurableCounter(step: 1), id: "s", configuration: configuration)
+            host.rendering.sink.send(.init(amount: 1))          // 2
+            host.update(workflow: DurableCounter(step: 100))   // 3 (props)
+            host.stop()
+        }
+        #expect(try store.snapshot(id: "s", as: DurableCounter.self, configuration: configuration) == 3)
+        do {
+            let host = try store.resume(id: "s", as: DurableCounter.self, configuration: configuration)
+            #expect(host.rendering.state.count == 1)
+            host.rendering.sink.send(.init(amount: 1))          // 4: automatic snapshot
+            #expect(host.rendering.state.count == 101)
+            host.stop()
+        }
+        #expect(try store.instance(id: "s")?.lastSnapshot == 4)
+        let host = try store.resume(id: "s", as: DurableCounter.self, configuration: configuration)
+        host.rendering.sink.send(.init(amount: 1))              // step must still be 100
+        #expect(host.rendering.state.count == 201)
+        #expect(try store.verify(id: "s", as: DurableCounter.self, configuration: configuration).isConsistent)
+        let events = Probe.events(probe)
+        #expect(events.contains("commit 1 ->2"))
+        #expect(events.contains("replay 3..3"))
+        #expect(events.contains("replay 4..4"))
+    }
+}

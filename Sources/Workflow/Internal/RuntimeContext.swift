@@ -64,6 +64,10 @@ final class RuntimeContext: RuntimeTree {
         nodesByPath.values.map { ($0.info.path, $0.anyState) }.sorted { $0.path.description < $1.path.description }
     }
 
+    func rootWorkflow() -> Any {
+        nodesByPath.values.min { $0.info.path.segments.count < $1.info.path.segments.count }!.anyWorkflow
+    }
+
     func workerStarts() -> [(path: NodePath, key: String, sequence: UInt64)] {
         nodesByPath.values.flatMap { node in node.workerStarts.map { (node.info.path, $0.key, $0.sequence) } }
             .sorted { ($0.path.description, $0.key) < ($1.path.description, $1.key) }

@@ -4,6 +4,8 @@ protocol AnyWorkflowNode: AnyObject {
     var info: NodeInfo { get }
     /// The node's state, boxed (snapshots, digests, time travel).
     var anyState: Any { get }
+    /// The node's props, boxed.
+    var anyWorkflow: Any { get }
     /// The declared workers' keys and start sequences.
     var workerStarts: [(key: String, sequence: UInt64)] { get }
     /// Ends the node, its children, workers and side effects (effects are queued in the batch).
@@ -72,6 +74,8 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
     }
 
     var anyState: Any { state }
+
+    var anyWorkflow: Any { workflow }
 
     var workerStarts: [(key: String, sequence: UInt64)] {
         workers.values.map { ($0.key, $0.startSequence) }

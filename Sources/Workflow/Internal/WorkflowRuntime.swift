@@ -194,6 +194,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
                 root.tearDown()
                 context.effects.release(queue: self, observers: context.observers)
                 endStreams()
+                journal?.hostDidStop()
             }
             completion?.resume()
         }
@@ -308,6 +309,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     private func fail(_ error: any Error) {
         failureState.withLock { $0 = $0 ?? error }
         stopWithoutReleasing()
+        journal?.hostDidStop()
     }
 
     private func stopWithoutReleasing() {
