@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "WorkflowTesting", targets: ["WorkflowTesting"]),
         .library(name: "WorkflowLogging", targets: ["WorkflowLogging"]),
         .library(name: "DurableWorkflow", targets: ["DurableWorkflow"]),
+        .library(name: "WorkflowSignals", targets: ["WorkflowSignals"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
@@ -29,6 +30,8 @@ let package = Package(
         .target(name: "WorkflowTesting", dependencies: ["Workflow"]),
         // The durable engine: every applied action in the LMDB log, state rebuilt by replay.
         .target(name: "DurableWorkflow", dependencies: ["Workflow", "LMDB"]),
+        // Persistent signals: every version in the log, each consumer sees each version once.
+        .target(name: "WorkflowSignals", dependencies: ["DurableWorkflow", "Workflow", "LMDB"]),
         // A swift-log observer.
         .target(name: "WorkflowLogging", dependencies: ["Workflow", .product(name: "Logging", package: "swift-log")]),
 

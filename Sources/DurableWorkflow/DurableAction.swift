@@ -1,3 +1,4 @@
+import LMDB
 import Workflow
 
 /// An action that can be written to the log and read back: a `Codable` ``WorkflowAction`` with a
@@ -21,3 +22,14 @@ extension DurableAction {
 /// A root workflow whose instances live in a ``WorkflowStore``: its props are logged, so they
 /// must be `Codable`. Node states must be `Codable` too (snapshots, digests, time travel).
 public typealias DurableWorkflow = Workflow & Codable & Sendable
+
+/// Writes that must commit in the same transaction as the log entry of the action they came
+/// with (package-internal: the signal subsystem's delivery marks).
+package protocol CommitAttachment: Sendable {
+    /// Adds the writes to the commit's transaction.
+    func write(in txn: borrowing WriteTransaction) throws
+    /// The commit succeeded.
+    func didCommit()
+    /// The host stopped before the commit: the writes were not made.
+    func didAbandon()
+}

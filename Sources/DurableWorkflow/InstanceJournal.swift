@@ -12,6 +12,7 @@ final class InstanceJournal: RuntimeJournal {
     private var pending: [LogEntry] = []
     private var pendingSnapshot: Snapshot?
     private var commitScheduled = false
+    private var pendingAttachments: [any CommitAttachment] = []
     private(set) var currentSequence: UInt64
     /// This host's claim on the instance (stored with the index state).
     private let owner: InstanceOwner
@@ -27,7 +28,10 @@ final class InstanceJournal: RuntimeJournal {
         self.currentSequence = record.lastSequence
     }
 
-    func record(action: any WorkflowAction, at path: NodePath, origin: ActionOrigin, time: WallTime, tree: any RuntimeTree) throws {
+    func record(
+        action: any WorkflowAction, at path: NodePath, origin: ActionOrigin, time: WallTime, attachment: (any Sendable)?,
+        tree: any RuntimeTree
+    ) throws {
         guard let durable = action as? any DurableAction else {
             throw DurableError(
                 .actionNotDurable, store: store.path, instance: instanceID, sequence: currentSequence + 1, nodePath: path.description,
@@ -35,6 +39,7 @@ final class InstanceJournal: RuntimeJournal {
                 recovery: "Make the action Codable and conform it to DurableAction (and register it)")
         }
         let payload = try encode(durable, path: path)
+        if let attachment = attachment as? any CommitAttachment { pendingAttachments.append(attachment) }
         append(LogEntry(
             sequence: currentSequence + 1, time: time, origin: origin, nodePath: path,
             actionTag: type(of: durable).tag, actionVersion: type(of: durable).version, payload: payload, digest: nil))
@@ -89,6 +94,8 @@ final class InstanceJournal: RuntimeJournal {
     }
 
     func hostDidStop() {
+        for attachment in pendingAttachments { attachment.didAbandon() }
+        pendingAttachments.removeAll()
         store.releaseOwnership(of: instanceID, record: record, owner: owner)
     }
 
@@ -124,6 +131,7 @@ final class InstanceJournal: RuntimeJournal {
             durability = nil
         }
         let layout = store.layout, key = instanceKey, entries = pending, snapshot = pendingSnapshot
+        let attachments = pendingAttachments
         let last = currentSequence, cached = record
         let started = ContinuousClock.now
         do {
@@ -134,8 +142,9 @@ final class InstanceJournal: RuntimeJournal {
                 if let snapshot {
                     try txn.put(snapshot.encoded(), forKey: LogKey(instance: key, sequence: snapshot.sequence), in: layout.snapshots)
                 }
+                for attachment in attachments { try attachment.write(in: txn) }
                 // Read-modify-write, so a status set meanwhile (complete) is kept.
-                let stored = try txn.withValue(forKey: cached.stateKey, in: layout.log) { cached.withState($0) } ?? nil
+                let stored = try txn.value(forKey: cached.stateKey, in: layout.log) { cached.withState($0) }
                 var updated = stored ?? cached
                 guard updated.owner == owner else { throw self.inUse(by: updated.owner) }
                 updated.lastSequence = last
@@ -156,7 +165,9 @@ final class InstanceJournal: RuntimeJournal {
             }
         }
         pending.removeAll(keepingCapacity: true)
+        pendingAttachments.removeAll()
         pendingSnapshot = nil
         commitScheduled = false
+        for attachment in attachments { attachment.didCommit() }
     }
 }

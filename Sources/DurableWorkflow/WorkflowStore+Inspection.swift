@@ -110,7 +110,7 @@ extension WorkflowStore {
         try storageCall(instance: id) {
             try environment.write { txn in
                 try txn.put(snapshot.encoded(), forKey: LogKey(instance: record.key, sequence: snapshot.sequence), in: layout.snapshots)
-                guard var current = try txn.withValue(forKey: record.stateKey, in: layout.log, { record.withState($0) }) ?? nil else { return }
+                guard var current = try txn.value(forKey: record.stateKey, in: layout.log, { record.withState($0) }) else { return }
                 current.lastSnapshot = max(current.lastSnapshot, snapshot.sequence)
                 try txn.put(current.encodedState(), forKey: current.stateKey, in: layout.log)
             }

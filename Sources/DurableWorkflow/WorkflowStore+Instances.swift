@@ -58,8 +58,7 @@ extension WorkflowStore {
         let layout = self.layout, store = path
         return try storageCall(instance: id) {
             try environment.write { txn in
-                let stored: InstanceRecord?? = try txn.withValue(forKey: record.stateKey, in: layout.log) { record.withState($0) }
-                var current = (stored ?? nil) ?? record
+                var current = try txn.value(forKey: record.stateKey, in: layout.log) { record.withState($0) } ?? record
                 if current.owner.isAlive {
                     throw DurableError(.instanceInUse, store: store, instance: id,
                                        detail: "the instance is running in another host (process \(current.owner.pid))",
@@ -77,7 +76,7 @@ extension WorkflowStore {
         owner.release()
         let layout = self.layout
         _ = try? environment.write { txn in
-            guard var current = try txn.withValue(forKey: record.stateKey, in: layout.log, { record.withState($0) }) ?? nil,
+            guard var current = try txn.value(forKey: record.stateKey, in: layout.log, { record.withState($0) }),
                   current.owner == owner else { return }
             current.owner = .none
             try txn.put(current.encodedState(), forKey: current.stateKey, in: layout.log)
@@ -91,7 +90,7 @@ extension WorkflowStore {
                 var found: [InstanceInfo] = []
                 try txn.forEach(in: layout.instances) { key, value in
                     if let base = InstanceRecord.decodeStatic(value),
-                       let record = try txn.withValue(forKey: base.stateKey, in: layout.log, { base.withState($0) }) ?? nil,
+                       let record = try txn.value(forKey: base.stateKey, in: layout.log, { base.withState($0) }),
                        status == nil || record.status == status,
                        workflowType == nil || record.workflowType == workflowType || record.workflowType.hasSuffix(".\(workflowType!)") {
                         found.append(record.info(id: try String(lmdbBytes: key)))
@@ -150,10 +149,10 @@ extension WorkflowStore {
     func record(id: String) throws -> InstanceRecord? {
         try storageCall(instance: id) {
             try environment.read { txn in
-                guard let base = try txn.withValue(forKey: id, in: layout.instances, { InstanceRecord.decodeStatic($0) }) ?? nil else {
+                guard let base = try txn.value(forKey: id, in: layout.instances, { InstanceRecord.decodeStatic($0) }) else {
                     return nil
                 }
-                guard let record = try txn.withValue(forKey: base.stateKey, in: layout.log, { base.withState($0) }) ?? nil else {
+                guard let record = try txn.value(forKey: base.stateKey, in: layout.log, { base.withState($0) }) else {
                     throw DurableError(.corruptEntry, store: path, instance: id, detail: "the instance's index entry is missing or corrupt",
                                        recovery: "Restore the store from a copy")
                 }
@@ -167,7 +166,7 @@ extension WorkflowStore {
         try storageCall(instance: id) {
             guard var record = try record(id: id) else { throw notFound(id) }
             try environment.write { txn in
-                if let stored = try txn.withValue(forKey: record.stateKey, in: layout.log, { record.withState($0) }) ?? nil {
+                if let stored = try txn.value(forKey: record.stateKey, in: layout.log, { record.withState($0) }) {
                     record = stored
                 }
                 record.status = status

@@ -27,7 +27,8 @@ public struct StoreConfiguration: Sendable {
 public final class WorkflowStore: Sendable {
     /// The store's directory.
     public let path: String
-    let environment: Environment
+    /// The LMDB environment underneath (shared with the signal subsystem).
+    package let environment: Environment
     let layout: StoreLayout
     private let syncTask = Mutex<Task<Void, Never>?>(nil)
 

@@ -17,6 +17,14 @@ extension Transaction where Mode: TransactionMode {
         return try found.map(body)
     }
 
+    /// What `decode` makes of the stored bytes for `key` (read in place); `nil` when the key is
+    /// absent or `decode` returns `nil`.
+    public func value<K: LMDBEncodable, V, R>(
+        forKey key: K, in database: Database<K, V>, _ decode: (UnsafeRawBufferPointer) throws -> R?
+    ) throws -> R? {
+        try withValue(forKey: key, in: database, decode) ?? nil
+    }
+
     /// The value stored for `key`, decoded; `nil` when the key is absent.
     public func get<K: LMDBEncodable, V: LMDBDecodable>(_ key: K, in database: Database<K, V>) throws(LMDBError) -> V? {
         do {

@@ -51,13 +51,33 @@ public final class RenderContext<WorkflowType: Workflow> {
         _ worker: W, key: String = "", outputMap: @escaping (W.Output) -> Action
     ) where Action.WorkflowType == WorkflowType {
         guard checkValid("run(\(W.self))") else { return }
-        backend.run(worker, key: key, outputMap: outputMap)
+        backend.run(worker, key: key, origin: .worker, outputMap: outputMap)
+    }
+
+    /// Runs a worker whose outputs are logged with `origin` (signals use `.signal`).
+    package func run<W: Worker, Action: WorkflowAction>(
+        _ worker: W, key: String, origin: ActionOrigin, outputMap: @escaping (W.Output) -> Action
+    ) where Action.WorkflowType == WorkflowType {
+        guard checkValid("run(\(W.self))") else { return }
+        backend.run(worker, key: key, origin: origin, outputMap: outputMap)
     }
 
     /// Runs a worker whose outputs are already actions of this workflow.
     public func run<W: Worker>(_ worker: W, key: String = "") where W.Output: WorkflowAction, W.Output.WorkflowType == WorkflowType {
         guard checkValid("run(\(W.self))") else { return }
-        backend.run(worker, key: key, outputMap: { $0 })
+        backend.run(worker, key: key, origin: .worker, outputMap: { $0 })
+    }
+
+    /// The service of type `T` the host was configured with (``HostConfiguration/provide(_:as:)``),
+    /// or `nil`.
+    public func dependency<T: Sendable>(_ type: T.Type) -> T? {
+        guard checkValid("dependency(\(T.self))") else { return nil }
+        return backend.dependency(ObjectIdentifier(type)) as? T
+    }
+
+    /// Reports a programmer error with this workflow's policy (for extensions of the context).
+    package func programmerError(_ message: String) {
+        programmerErrors.raise(message)
     }
 
     /// A durable timer: while render passes declare it, `action` is sent once at `deadline`
@@ -85,11 +105,13 @@ package protocol RenderContextBackend<WorkflowType>: AnyObject {
     func render<Child: Workflow, Action: WorkflowAction>(
         _ child: Child, key: String, outputMap: @escaping (Child.Output) -> Action
     ) -> Child.Rendering where Action.WorkflowType == WorkflowType
-    func run<W: Worker, Action: WorkflowAction>(_ worker: W, key: String, outputMap: @escaping (W.Output) -> Action)
-    where Action.WorkflowType == WorkflowType
+    func run<W: Worker, Action: WorkflowAction>(
+        _ worker: W, key: String, origin: ActionOrigin, outputMap: @escaping (W.Output) -> Action
+    ) where Action.WorkflowType == WorkflowType
     func runTimer<Action: WorkflowAction>(key: String, deadline: WallTime, action: @escaping () -> Action)
     where Action.WorkflowType == WorkflowType
     func runSideEffect(key: AnyHashable, action: @escaping (Lifetime) -> Void)
+    func dependency(_ type: ObjectIdentifier) -> (any Sendable)?
 }
 
 extension Workflow {

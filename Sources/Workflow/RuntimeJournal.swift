@@ -7,8 +7,12 @@
 /// `sendAndWait` completions) are released only once a call returns `true`: committed (D2).
 /// A thrown error stops the host: nothing uncommitted is released, the log stays the truth.
 package protocol RuntimeJournal: AnyObject {
-    /// Records an action applied to the node at `path`.
-    func record(action: any WorkflowAction, at path: NodePath, origin: ActionOrigin, time: WallTime, tree: any RuntimeTree) throws
+    /// Records an action applied to the node at `path`; `attachment` (from a worker output that
+    /// is ``JournalAttachable``) must be committed in the same transaction as the entry.
+    func record(
+        action: any WorkflowAction, at path: NodePath, origin: ActionOrigin, time: WallTime, attachment: (any Sendable)?,
+        tree: any RuntimeTree
+    ) throws
     /// Records new root props.
     func record(props: any Sendable, time: WallTime, tree: any RuntimeTree) throws
     /// The render pass for the last recorded entry finished; returns whether everything recorded
@@ -71,4 +75,10 @@ public enum WorkerContext {
     /// `<instance><node path>#<worker key>@<start sequence>` (e.g. `order-7/Order/Upload[a]#upload@12`)
     /// for a durable host; `nil` in memory.
     @TaskLocal public static var idempotencyKey: String?
+}
+
+/// A worker output that carries something the journal must commit together with the action the
+/// output becomes (a signal's delivery mark, so that delivery and action commit atomically).
+package protocol JournalAttachable: Sendable {
+    var journalAttachment: any Sendable { get }
 }

@@ -8,6 +8,14 @@ public struct HostConfiguration: Sendable {
     public var programmerErrors: ProgrammerErrorPolicy
     /// Where actions get their time and timers wait (default: the system clock).
     public var clock: any WorkflowClock
+    /// Services that `render` reaches through ``RenderContext/dependency(_:)`` (a signal center,
+    /// a client): things that are not props because they are not values.
+    public var dependencies: [ObjectIdentifier: any Sendable] = [:]
+
+    /// Adds `service` as the dependency of type `T`.
+    public mutating func provide<T: Sendable>(_ service: T, as type: T.Type = T.self) {
+        dependencies[ObjectIdentifier(type)] = service
+    }
 
     /// A configuration with the given observers, programmer-error policy and clock.
     public init(
@@ -45,7 +53,7 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
         do {
             runtime = try WorkflowRuntime(
                 workflow: workflow, observers: configuration.observers, programmerErrors: configuration.programmerErrors,
-                clock: configuration.clock)
+                clock: configuration.clock, dependencies: configuration.dependencies)
         } catch {
             preconditionFailure("an in-memory host cannot fail to start: \(error)")
         }
@@ -60,7 +68,8 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
     ) throws {
         runtime = try WorkflowRuntime(
             workflow: workflow, observers: configuration.observers, programmerErrors: configuration.programmerErrors,
-            clock: configuration.clock, journal: journal, restorer: restorer, initialSequence: initialSequence, replay: replay)
+            clock: configuration.clock, dependencies: configuration.dependencies, journal: journal, restorer: restorer,
+            initialSequence: initialSequence, replay: replay)
     }
 
     /// Builds the tree from `workflow` (and `restorer`), runs `replay`, hands the tree to
@@ -71,7 +80,7 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
     ) throws {
         _ = try WorkflowRuntime(
             workflow: workflow, observers: [], programmerErrors: configuration.programmerErrors, clock: configuration.clock,
-            restorer: restorer, initialSequence: initialSequence, replay: replay, inspect: inspect)
+            dependencies: configuration.dependencies, restorer: restorer, initialSequence: initialSequence, replay: replay, inspect: inspect)
     }
 
     /// The error that stopped a durable host (its log could not be written); `nil` while it runs.

@@ -19,6 +19,7 @@ public struct RenderTester<WorkflowType: Workflow> {
     var workers: [WorkerExpectation] = []
     var sideEffects: [AnyHashable] = []
     var timers: [TimerExpectation] = []
+    var dependencies: [ObjectIdentifier: any Sendable] = [:]
 
     struct TimerExpectation {
         let key: String
@@ -38,6 +39,13 @@ public struct RenderTester<WorkflowType: Workflow> {
         let key: String
         let output: Any?
         let matches: (Any) -> Bool
+    }
+
+    /// Provides `service` to ``RenderContext/dependency(_:)``.
+    public func providing<T: Sendable>(_ service: T, as type: T.Type = T.self) -> Self {
+        var copy = self
+        copy.dependencies[ObjectIdentifier(type)] = service
+        return copy
     }
 
     /// The time actions see in ``ApplyContext/now`` (default: when the tester was made).

@@ -37,8 +37,9 @@ final class TestingBackend<WorkflowType: Workflow>: RenderContextBackend {
         return rendering
     }
 
-    func run<W: Worker, Action: WorkflowAction>(_ worker: W, key: String, outputMap: @escaping (W.Output) -> Action)
-    where Action.WorkflowType == WorkflowType {
+    func run<W: Worker, Action: WorkflowAction>(
+        _ worker: W, key: String, origin: ActionOrigin, outputMap: @escaping (W.Output) -> Action
+    ) where Action.WorkflowType == WorkflowType {
         guard let index = expectations.workers.firstIndex(where: { $0.type == W.self && $0.key == key }) else {
             problems.add("unexpected worker \(W.self) with key \"\(key)\"")
             return
@@ -60,6 +61,8 @@ final class TestingBackend<WorkflowType: Workflow>: RenderContextBackend {
         }
         if expectation.fires { actions.record(action()) }
     }
+
+    func dependency(_ type: ObjectIdentifier) -> (any Sendable)? { expectations.dependencies[type] }
 
     func runSideEffect(key: AnyHashable, action: @escaping (Lifetime) -> Void) {
         guard let index = expectations.sideEffects.firstIndex(of: key) else {

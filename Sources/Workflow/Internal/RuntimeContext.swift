@@ -24,7 +24,11 @@ final class RuntimeContext: RuntimeTree {
     @exclusivity(unchecked) var restorer: (any StateRestorer)?
     /// The originating action just applied, for the journal.
     @exclusivity(unchecked) var lastApplied: (action: any WorkflowAction, path: NodePath, origin: ActionOrigin)?
+    /// What the worker output being applied asks the journal to commit with it.
+    @exclusivity(unchecked) var pendingAttachment: (any Sendable)?
     @exclusivity(unchecked) private var nextID: UInt64 = 1
+    /// Services from the host configuration.
+    @exclusivity(unchecked) var dependencies: [ObjectIdentifier: any Sendable] = [:]
 
     init(queue: any ActionQueue, observers: [any WorkflowObserver], programmerErrors: ProgrammerErrorPolicy, clock: any WorkflowClock) {
         self.queue = queue

@@ -171,9 +171,10 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
         return node.render()
     }
 
-    func run<Wk: Worker, Action: WorkflowAction>(_ worker: Wk, key: String, outputMap: @escaping (Wk.Output) -> Action)
-    where Action.WorkflowType == W {
-        declareWorker(worker, key: key, origin: .worker, outputMap: outputMap)
+    func run<Wk: Worker, Action: WorkflowAction>(
+        _ worker: Wk, key: String, origin: ActionOrigin, outputMap: @escaping (Wk.Output) -> Action
+    ) where Action.WorkflowType == W {
+        declareWorker(worker, key: key, origin: origin, outputMap: outputMap)
     }
 
     func runTimer<Action: WorkflowAction>(key: String, deadline: WallTime, action: @escaping () -> Action)
@@ -207,6 +208,8 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
         workersByID[record.id] = record
         runtime.effects.workersToStart.append(record)
     }
+
+    func dependency(_ type: ObjectIdentifier) -> (any Sendable)? { runtime.dependencies[type] }
 
     func runSideEffect(key: AnyHashable, action: @escaping (Lifetime) -> Void) {
         if nextSideEffects[key] != nil {

@@ -58,13 +58,15 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     /// logged entries are applied before anything is released.
     init(
         workflow: Root, observers: [any WorkflowObserver], programmerErrors: ProgrammerErrorPolicy,
-        clock: any WorkflowClock = SystemClock(), journal: (any RuntimeJournal)? = nil,
+        clock: any WorkflowClock = SystemClock(), dependencies: [ObjectIdentifier: any Sendable] = [:],
+        journal: (any RuntimeJournal)? = nil,
         restorer: (any StateRestorer)? = nil, initialSequence: UInt64? = nil,
         replay: ((any ReplayDriver) throws -> Void)? = nil, inspect: ((any RuntimeTree) -> Void)? = nil
     ) throws {
         (outputs, outputContinuation) = AsyncStream.makeStream(of: Root.Output.self)
         self.journal = journal
         context = RuntimeContext(queue: self, observers: observers, programmerErrors: programmerErrors, clock: clock)
+        context.dependencies = dependencies
         context.restorer = restorer
         context.instanceID = journal?.instanceID
         context.currentSequence = initialSequence ?? journal?.currentSequence ?? 0
@@ -217,10 +219,14 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             context.discarded(work.description, node: node.info, reason: reason, origin: work.origin)
             return outcome
         }
+        let attachment = context.pendingAttachment
+        context.pendingAttachment = nil
         if let journal, let applied = context.lastApplied {
             context.lastApplied = nil
             do {
-                try journal.record(action: applied.action, at: applied.path, origin: applied.origin, time: context.currentTime, tree: context)
+                try journal.record(
+                    action: applied.action, at: applied.path, origin: applied.origin, time: context.currentTime,
+                    attachment: attachment, tree: context)
                 context.currentSequence = journal.currentSequence
             } catch {
                 fail(error)

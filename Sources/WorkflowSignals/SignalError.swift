@@ -1,0 +1,54 @@
+import LMDB
+
+/// Every failure of the signal subsystem: what, where (store, signal, consumer, version), what to do.
+public struct SignalError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public enum Kind: Sendable, Hashable {
+        /// No signal record (or version) with this id exists.
+        case unknownSignal
+        /// No consumer with this id exists.
+        case unknownConsumer
+        /// A payload does not decode as the type the consumer asked for.
+        case undecodablePayload
+        /// The underlying store failed (see `storageError`); e.g. a read-only store.
+        case storage
+    }
+
+    public let kind: Kind
+    public let store: String
+    public let signal: SignalID?
+    public let consumer: ConsumerID?
+    public let version: UInt64?
+    public let detail: String
+    public let recovery: String
+    public let storageError: LMDBError?
+
+    init(_ kind: Kind, store: String, signal: SignalID? = nil, consumer: ConsumerID? = nil, version: UInt64? = nil,
+         detail: String, recovery: String = "", storageError: LMDBError? = nil) {
+        self.kind = kind
+        self.store = store
+        self.signal = signal
+        self.consumer = consumer
+        self.version = version
+        self.detail = detail
+        self.recovery = recovery
+        self.storageError = storageError
+    }
+
+    public var description: String {
+        var place = ["store \(store)"]
+        if let signal { place.append("signal \(signal)") }
+        if let consumer { place.append("consumer \(consumer)") }
+        if let version { place.append("version \(version)") }
+        var text = "\(detail) (\(place.joined(separator: ", ")))"
+        if !recovery.isEmpty { text += ". \(recovery)" }
+        return text
+    }
+}
+
+extension SignalError.Kind {
+    /// Lets `catch SignalError.Kind.unknownSignal` match an error of that kind.
+    public static func ~= (pattern: SignalError.Kind, value: any Error) -> Bool {
+        (value as? SignalError)?.kind == pattern
+    }
+}

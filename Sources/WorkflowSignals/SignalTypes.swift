@@ -1,0 +1,107 @@
+import Foundation
+import LMDB
+import Workflow
+
+/// A signal's name: a UUID, made once (e.g. when an action starts work whose completion it
+/// will announce) and shared with whoever posts and whoever consumes.
+public struct SignalID: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The UUID.
+    public let uuid: UUID
+    /// A new, random signal id.
+    public init() { uuid = UUID() }
+    /// The signal named `uuid`.
+    public init(_ uuid: UUID) { self.uuid = uuid }
+    /// The signal named by a UUID string, or `nil`.
+    public init?(_ string: String) {
+        guard let uuid = UUID(uuidString: string) else { return nil }
+        self.uuid = uuid
+    }
+    public var description: String { uuid.uuidString }
+    var bytes: [UInt8] { withUnsafeBytes(of: uuid.uuid) { Array($0) } }
+    init(bytes: UnsafeRawBufferPointer) { uuid = UUID(uuid: bytes.loadUnaligned(as: uuid_t.self)) }
+}
+
+/// A consumer's id.
+public struct ConsumerID: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The UUID.
+    public let uuid: UUID
+    /// A new, random consumer id.
+    public init() { uuid = UUID() }
+    /// The consumer named `uuid`.
+    public init(_ uuid: UUID) { self.uuid = uuid }
+    /// A stable id derived from `name` (the same name always gives the same id).
+    public init(stableName name: String) {
+        var first = FNV64(seed: 0xcbf2_9ce4_8422_2325), second = FNV64(seed: 0x8422_2325_cbf2_9ce4)
+        first.combine(name)
+        second.combine(name)
+        var bytes = (first.value, second.value)
+        uuid = withUnsafeBytes(of: &bytes) { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
+    }
+    public var description: String { uuid.uuidString }
+    var bytes: [UInt8] { withUnsafeBytes(of: uuid.uuid) { Array($0) } }
+    init(bytes: UnsafeRawBufferPointer) { uuid = UUID(uuid: bytes.loadUnaligned(as: uuid_t.self)) }
+}
+
+/// How many times a consumer wants a signal (rule S4).
+public enum DeliveryBehaviour: String, Sendable, Codable, CaseIterable {
+    /// One delivery, then the consumer is removed.
+    case once
+    /// Every version until one terminates consumers, then the consumer is removed.
+    case untilTerminated
+}
+
+/// Which versions a consumer that fell behind receives.
+public enum Coalescing: String, Sendable, Codable, CaseIterable {
+    /// Every retained version after its last delivered one, in order (the default).
+    case everyVersion
+    /// Only the newest version.
+    case latestOnly
+}
+
+/// How long a consumer lives.
+public enum ConsumerScope: String, Sendable, Codable, CaseIterable {
+    /// Removed when its run stops, and at start-up by a new run of the same process identity
+    /// (the old run crashed) (rule S5).
+    case run
+    /// Survives restarts (durable workflows waiting on signals).
+    case durable
+}
+
+/// One version of a signal, as delivered or inspected.
+public struct SignalDelivery: Sendable, Hashable {
+    /// The signal.
+    public let signal: SignalID
+    /// The consumer it is delivered to (`nil` when inspecting).
+    public let consumer: ConsumerID?
+    /// The version (1, 2, ...).
+    public let version: UInt64
+    /// The payload bytes.
+    public let payload: [UInt8]
+    /// Whether consumers are removed after receiving it.
+    public let terminatesConsumersAfterDelivery: Bool
+    /// When it was posted.
+    public let posted: WallTime
+
+    /// The payload decoded from JSON as `T`, or ``SignalError/Kind/undecodablePayload``.
+    public func decode<T: Decodable>(_ type: T.Type = T.self) throws(SignalError) -> T {
+        do {
+            return try JSONDecoder().decode(type, from: Data(payload))
+        } catch {
+            throw SignalError(.undecodablePayload, store: "", signal: signal, consumer: consumer, version: version,
+                              detail: "the payload (\(payload.count) bytes) does not decode as \(T.self): \(error)",
+                              recovery: "Post and consume the signal with the same payload type")
+        }
+    }
+}
+
+/// FNV-1a with a chosen seed (stable consumer ids).
+struct FNV64 {
+    var value: UInt64
+    init(seed: UInt64) { value = seed }
+    mutating func combine(_ text: String) {
+        for byte in text.utf8 {
+            value ^= UInt64(byte)
+            value &*= 0x0000_0100_0000_01B3
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import DurableWorkflow
+import LMDB
+import Workflow
+
+/// The delivery mark of a signal version handed to a durable workflow: committed in the same
+/// LMDB transaction as the log entry of the action the delivery became (exactly once, rule S7).
+public struct DeliveryMark: CommitAttachment, @unchecked Sendable {
+    // @unchecked Sendable: every stored property is immutable; `dispatcher` is itself Sendable
+    // (thread-safe); `layout` holds only database handles.
+    let consumer: ConsumerID
+    let version: UInt64
+    let terminates: Bool
+    let keepLatest: Int
+    let layout: SignalLayout
+    let dispatcher: SignalDispatcher
+
+    package func write(in txn: borrowing WriteTransaction) throws {
+        try SignalCenter.mark(consumer, version: version, terminates: terminates, keepLatest: keepLatest, layout: layout, txn)
+    }
+
+    package func didCommit() { dispatcher.finishInFlight(consumer) }
+
+    package func didAbandon() { dispatcher.finishInFlight(consumer) }
+
+    /// Marks the version delivered in a transaction of its own (hosts without a log).
+    func commitAlone(_ environment: Environment) {
+        _ = try? environment.write { txn in try write(in: txn) }
+        didCommit()
+    }
+}
+
+/// What a signal wait emits: the delivery, carrying its mark to the journal.
+struct SignalWaitOutput: JournalAttachable {
+    let delivery: SignalDelivery
+    let mark: DeliveryMark
+    var journalAttachment: any Sendable { mark }
+}
+
+/// The worker behind ``RenderContext/awaitSignal(_:key:behaviour:coalescing:action:)``.
+struct SignalWaitWorker: Worker {
+    let center: SignalCenter
+    let signal: SignalID
+    let behaviour: DeliveryBehaviour
+    let coalescing: Coalescing
+
+    func run() -> AsyncStream<SignalWaitOutput> {
+        let center = self.center, signal = self.signal, behaviour = self.behaviour, coalescing = self.coalescing
+        // In a durable host the worker's idempotency key is stable across restarts, and so is the
+        // consumer derived from it: its saved position survives a crash.
+        let stableKey = WorkerContext.idempotencyKey
+        return AsyncStream { continuation in
+            let consumer = stableKey.map { ConsumerID(stableName: "\($0)|\(signal)") } ?? ConsumerID()
+            do {
+                try center.register(signal, owner: stableKey ?? "in-memory workflow", behaviour: behaviour, coalescing: coalescing,
+                                    scope: stableKey == nil ? .run : .durable, id: consumer)
+            } catch {
+                continuation.finish()
+                return
+            }
+            let durable = stableKey != nil, environment = center.environment
+            center.attach(consumer, handler: .workflow { delivery, mark in
+                continuation.yield(SignalWaitOutput(delivery: delivery, mark: mark))
+                // Without a log there is no commit to carry the mark: write it now.
+                if !durable { mark.commitAlone(environment) }
+            })
+            continuation.onTermination = { _ in center.detach(consumer) }
+        }
+    }
+
+    func isEquivalent(to other: SignalWaitWorker) -> Bool {
+        signal == other.signal && behaviour == other.behaviour && coalescing == other.coalescing && center === other.center
+    }
+}
+
+extension RenderContext {
+    /// Waits for versions of `signal` (rule S7): each version delivered becomes the action
+    /// `action` makes, applied to this node and, in a durable host, logged with origin `.signal`
+    /// in the same transaction as the delivery mark, so it is applied exactly once across
+    /// restarts of the poster or of this process. The host needs a ``SignalCenter``:
+    /// `HostConfiguration.provide(center)`.
+    public func awaitSignal<Action: WorkflowAction>(
+        _ signal: SignalID, key: String = "", behaviour: DeliveryBehaviour = .once, coalescing: Coalescing = .everyVersion,
+        action: @escaping (SignalDelivery) -> Action
+    ) where Action.WorkflowType == WorkflowType {
+        guard let center = dependency(SignalCenter.self) else {
+            programmerError("\(WorkflowType.self) awaits a signal, but its host has no SignalCenter: add one with HostConfiguration.provide(center)")
+            return
+        }
+        run(SignalWaitWorker(center: center, signal: signal, behaviour: behaviour, coalescing: coalescing),
+            key: "signal:\(signal):\(key)", origin: .signal) { output in action(output.delivery) }
+    }
+}
