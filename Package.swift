@@ -41,10 +41,10 @@ let package = Package(
         // A helper executable that tests spawn as a real child process (crash and multi-process tests).
         // Test helpers shared by every test target and the child-process helper.
         .target(name: "TestSupport", dependencies: [], path: "Tests/TestSupport"),
-        .target(name: "TestWorkflows", dependencies: ["Workflow", "DurableWorkflow"], path: "Tests/Fixtures/TestWorkflows"),
+        .target(name: "TestWorkflows", dependencies: ["Workflow", "DurableWorkflow", "WorkflowSignals"], path: "Tests/Fixtures/TestWorkflows"),
         .executableTarget(
             name: "wf-test-child",
-            dependencies: ["LMDB", "Workflow", "DurableWorkflow", "TestSupport", "TestWorkflows"],
+            dependencies: ["LMDB", "Workflow", "DurableWorkflow", "WorkflowSignals", "TestSupport", "TestWorkflows"],
             path: "Tests/Fixtures/WFTestChild"
         ),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "TestSupport", "wf-test-child"]),
@@ -54,6 +54,10 @@ let package = Package(
                 "DurableWorkflow", "Workflow", "WorkflowTesting", "LMDB", "TestSupport", "TestWorkflows", "wf-test-child",
                 "counter-demo",
             ]
+        ),
+        .testTarget(
+            name: "WorkflowSignalsTests",
+            dependencies: ["WorkflowSignals", "DurableWorkflow", "Workflow", "LMDB", "TestSupport", "TestWorkflows", "wf-test-child"]
         ),
         .testTarget(name: "WorkflowTests", dependencies: ["Workflow", "WorkflowTesting", "WorkflowLogging", "TestSupport", "TestWorkflows", "wf-test-child"]),
     ],

@@ -58,8 +58,8 @@ public final class SignalCenter: Sendable {
     let environment: Environment
     let layout: SignalLayout
     let dispatcher: SignalDispatcher
-    /// Keeps the store (and its environment registration) alive as long as the center.
-    private let store: WorkflowStore
+    /// The workflow store whose environment the signals share.
+    public let store: WorkflowStore
 
     private init(store: WorkflowStore, processIdentity: String, runID: String, configuration: SignalConfiguration) throws {
         self.store = store

@@ -30,6 +30,8 @@ final class SignalDispatcher: @unchecked Sendable {
     private let state = Mutex(State())
     private weak var center: SignalCenter?
     private var lastReadID: UInt64 = 0
+    private var thread: Thread?
+    private let finished = DispatchSemaphore(value: 0)
 
     init(path: String, environment: Environment, configuration: SignalConfiguration) {
         self.path = path
@@ -40,15 +42,29 @@ final class SignalDispatcher: @unchecked Sendable {
 
     func start(center: SignalCenter) {
         self.center = center
-        let thread = Thread { [weak self] in self?.loop() }
+        let finished = self.finished
+        let thread = Thread { [weak self] in
+            self?.loop()
+            finished.signal()
+        }
         thread.name = "signal-dispatcher"
+        self.thread = thread
         state.withLock { $0.running = true }
         thread.start()
     }
 
+    /// Stops the thread and waits until it has finished its current delivery (unless called
+    /// from the thread itself), so that nothing is delivered after `stop` returns.
     func stop() {
-        state.withLock { $0.stopped = true }
+        let wasRunning = state.withLock { state -> Bool in
+            defer { state.stopped = true }
+            return state.running && !state.stopped
+        }
+        guard wasRunning else { return }
         channel?.wakeSelf()
+        if let thread, thread != Thread.current {
+            finished.wait()
+        }
     }
 
     func attach(_ consumer: ConsumerID, handler: SignalHandler) {

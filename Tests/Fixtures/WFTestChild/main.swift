@@ -5,6 +5,7 @@ import Foundation
 import DurableWorkflow
 import LMDB
 import TestSupport
+import WorkflowSignals
 import TestWorkflows
 import Workflow
 
@@ -131,6 +132,51 @@ do {
                 next += 1
             }
         }
+
+    case "signal-consume":
+        // signal-consume STORE SIGNAL: consumes SIGNAL with a durable, transactional consumer whose
+        // handler records each version in "test.delivered" (insert: a duplicate is counted in
+        // "test.duplicates") and prints "got N"; exits after a terminating version.
+        let signal = SignalID(arguments[2])!
+        let center = try SignalCenter.open(path: arguments[1], processIdentity: "consumer")
+        let delivered: Database<UInt64, [UInt8]> = try center.store.environment.database(named: "test.delivered")
+        let duplicates: Database<UInt64, [UInt8]> = try center.store.environment.database(named: "test.duplicates")
+        let consumer = try center.register(signal, owner: "test", behaviour: .untilTerminated, scope: .durable,
+                                           id: ConsumerID(stableName: "test-consumer"))
+        center.attach(consumer, handler: .transactional { delivery, txn in
+            if try !txn.insert([1], forKey: delivery.version, in: delivered) {
+                try txn.put([1], forKey: delivery.version, in: duplicates)
+            }
+        })
+        say("ready")
+        // The terminating delivery's commit removes the consumer: wait for that commit.
+        while try center.consumers().contains(where: { $0.id == consumer }) { usleep(2000) }
+        say("done")
+
+    case "signal-wait-workflow":
+        // signal-wait-workflow STORE SIGNAL: resumes (or starts) instance "waiter" of AwaitUpload,
+        // prints "waiting", then "received VALUE" once the signal's delivery is applied.
+        let signal = SignalID(arguments[2])!
+        let center = try SignalCenter.open(path: arguments[1], processIdentity: "waiter")
+        let configuration = AwaitUpload.configuration(center: center)
+        let host = try center.store.instance(id: "waiter") == nil
+            ? try center.store.start(AwaitUpload(signal: signal), id: "waiter", configuration: configuration)
+            : try center.store.resume(id: "waiter", as: AwaitUpload.self, configuration: configuration)
+        say("waiting \(host.rendering.deliveries)")
+        while host.rendering.uploaded == nil { usleep(1000) }
+        say("received \(host.rendering.uploaded!) \(host.rendering.deliveries)")
+
+    case "signal-post":
+        // signal-post STORE SIGNAL COUNT PAUSE_MICROS [TERMINATE_LAST]: posts versions 1...COUNT.
+        let signal = SignalID(arguments[2])!
+        let center = try SignalCenter.open(path: arguments[1], processIdentity: "poster")
+        let count = Int(arguments[3])!, pause = UInt32(arguments[4])!
+        let terminateLast = arguments.count > 5 && arguments[5] == "terminate"
+        for index in 1...count {
+            try center.post(signal, value: index, terminatesConsumersAfterDelivery: terminateLast && index == count)
+            if pause > 0 { usleep(pause) }
+        }
+        say("posted \(count)")
 
     case "workflow-send-during-render":
         // Runs a workflow whose render sends an action: the default policy stops the process.
