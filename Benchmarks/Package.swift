@@ -5,7 +5,10 @@ import PackageDescription
 let package = Package(
     name: "Benchmarks",
     platforms: [.macOS(.v15)],
-    dependencies: [.package(path: "../")],
+    dependencies: [
+        .package(path: "../"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
+    ],
     targets: [
         .executableTarget(
             name: "wf-bench",
@@ -13,6 +16,8 @@ let package = Package(
                 .product(name: "LMDB", package: "main"),
                 .product(name: "Workflow", package: "main"),
                 .product(name: "DurableWorkflow", package: "main"),
+                .product(name: "WorkflowSignals", package: "main"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             swiftSettings: [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
         ),

@@ -14,12 +14,19 @@ public struct SignalConfiguration: Sendable {
     public var pollInterval: Duration
     /// How long a failed handler waits before its version is retried.
     public var retryDelay: Duration
+    /// The durability of posts and delivery marks (default: the store's, strict). `.noSync`
+    /// survives a crash of the process, not of the machine; call `store.sync()` to flush.
+    public var durability: EnvironmentConfiguration.Durability?
 
-    /// Defaults: keep the latest version, check every 20 ms, retry after 50 ms.
-    public init(keepLatest: Int = 1, pollInterval: Duration = .milliseconds(20), retryDelay: Duration = .milliseconds(50)) {
+    /// Defaults: keep the latest version, check every 20 ms, retry after 50 ms, strict commits.
+    public init(
+        keepLatest: Int = 1, pollInterval: Duration = .milliseconds(20), retryDelay: Duration = .milliseconds(50),
+        durability: EnvironmentConfiguration.Durability? = nil
+    ) {
         self.keepLatest = keepLatest
         self.pollInterval = pollInterval
         self.retryDelay = retryDelay
+        self.durability = durability
     }
 }
 
@@ -137,7 +144,7 @@ public final class SignalCenter: Sendable {
         let layout = self.layout, keepLatest = configuration.keepLatest
         let now = WallTime.now()
         let versions = try storage { () throws -> [UInt64] in
-            try environment.write { txn in
+            try environment.write(durability: configuration.durability) { txn in
                 try posts.map { post in
                     if let key = post.idempotencyKey,
                        let earlier = try txn.value(forKey: key, in: layout.idempotency, {

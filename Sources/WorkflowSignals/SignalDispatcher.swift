@@ -136,7 +136,7 @@ final class SignalDispatcher: @unchecked Sendable {
             do {
                 switch attached.handler {
                 case .transactional(let handler):
-                    try environment.write { txn in
+                    try environment.write(durability: configuration.durability) { txn in
                         // Another process may have delivered it meanwhile: re-check inside the transaction.
                         guard let current = try SignalCenter.consumer(consumerID, layout: layout, txn),
                               current.lastDelivered < delivery.version else { return }
@@ -145,9 +145,9 @@ final class SignalDispatcher: @unchecked Sendable {
                     }
                 case .atLeastOnce(let handler):
                     try handler(delivery)
-                    try environment.write { txn in try mark(txn) }
+                    try environment.write(durability: configuration.durability) { txn in try mark(txn) }
                 case .atMostOnce(let handler):
-                    try environment.write { txn in try mark(txn) }
+                    try environment.write(durability: configuration.durability) { txn in try mark(txn) }
                     handler(delivery)
                 case .workflow(let handler):
                     guard attached.inFlight < delivery.version else { return }

@@ -3,6 +3,11 @@
 //   swift run -c release --package-path Benchmarks wf-bench [SCENARIO ...] [--json FILE] [--runs N] [--quick]
 import Foundation
 
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "--signal-poster" {
+    try SignalsScenario.runPoster(Array(CommandLine.arguments.dropFirst(2)))
+    exit(0)
+}
+
 /// Ceilings measured so far in this run, by case name (raw-lmdb runs first when needed).
 nonisolated(unsafe) var ceilings: [String: Measurement] = [:]
 
@@ -12,8 +17,9 @@ let scenarios: [(name: String, run: ((runs: Int, scale: Double)) throws -> [Meas
     (DurableScenario.name, { try DurableScenario.run(runs: $0.runs, scale: $0.scale, ceilings: ceilings) }),
     (ReplayScenario.name, { try ReplayScenario.run(runs: $0.runs, scale: $0.scale, ceilings: ceilings) }),
     (InstancesScenario.name, { try InstancesScenario.run(runs: $0.runs, scale: $0.scale) }),
+    (SignalsScenario.name, { try SignalsScenario.run(runs: $0.runs, scale: $0.scale) }),
 ]
-let plannedScenarios = ["signals", "feedback", "sqlite"]
+let plannedScenarios = ["feedback", "sqlite"]
 let needCeilings: Set<String> = ["durable", "replay"]
 
 var selected: [String] = []

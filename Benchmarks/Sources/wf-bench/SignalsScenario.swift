@@ -1,0 +1,137 @@
+import DurableWorkflow
+import Foundation
+import Histogram
+import WorkflowSignals
+
+/// Nanoseconds of the system-wide monotonic clock: comparable across processes on one host.
+func monotonicNanoseconds() -> UInt64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &spec)
+    return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+}
+
+/// Post-to-delivery latency in one process and across two, and batched posts per second.
+enum SignalsScenario {
+    static let name = "signals"
+
+    /// The hidden poster mode: `wf-bench --signal-poster STORE SIGNAL COUNT PAUSE_MICROS`.
+    static func runPoster(_ arguments: [String]) throws {
+        let center = try SignalCenter.open(path: arguments[0], processIdentity: "bench-poster",
+                                           configuration: .init(durability: .noSync))
+        let signal = SignalID(arguments[1])!
+        let count = Int(arguments[2])!, pause = UInt32(arguments[3])!
+        for _ in 0..<count {
+            try center.post(signal, value: monotonicNanoseconds(), terminatesConsumersAfterDelivery: false)
+            usleep(pause)
+        }
+        try center.stop()
+    }
+
+    /// Percentile measurements (in µs) from one histogram per run.
+    static func percentiles(_ caseName: String, runs: [Histogram<UInt64>], detail: String) -> [Measurement] {
+        [(50.0, "p50"), (99.0, "p99"), (99.9, "p99.9")].map { percentile, label in
+            let samples = runs.map { Double($0.valueAtPercentile(percentile)) / 1000 }.sorted()
+            return Measurement(scenario: name, case: "\(caseName)-\(label)", metric: "latency_us",
+                               median: samples[samples.count / 2], min: samples.first!, max: samples.last!,
+                               runs: samples.count, ratio: nil, ratioTo: nil, detail: detail)
+        }
+    }
+
+    static func run(runs: Int, scale: Double) throws -> [Measurement] {
+        var results: [Measurement] = []
+        let pings = max(200, Int(3_000 * scale))
+
+        // In one process: post, wait for the handler, post the next (no queueing).
+        var local: [Histogram<UInt64>] = []
+        for _ in 0..<runs {
+            let dir = try temporaryStore("signals-local")
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let center = try SignalCenter.open(path: dir, processIdentity: "bench", configuration: .init(durability: .noSync))
+            let signal = SignalID()
+            let consumer = try center.register(signal, owner: "bench")
+            let delivered = DispatchSemaphore(value: 0)
+            let latencies = LatencyLog()
+            center.attach(consumer, handler: .atMostOnce { delivery in
+                latencies.record(monotonicNanoseconds() - ((try? delivery.decode(UInt64.self)) ?? 0))
+                delivered.signal()
+            })
+            for _ in 0..<pings {
+                try center.post(signal, value: monotonicNanoseconds(), terminatesConsumersAfterDelivery: false)
+                delivered.wait()
+            }
+            local.append(latencies.histogram)
+            try center.stop()
+        }
+        results += percentiles("in-process", runs: local, detail: "post to at-most-once handler, same process, no fsync, \(pings) pings")
+
+        // Across processes: this process consumes, a child (this binary) posts every millisecond.
+        var remote: [Histogram<UInt64>] = []
+        let posts = max(200, Int(2_000 * scale))
+        for _ in 0..<runs {
+            let dir = try temporaryStore("signals-remote")
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let center = try SignalCenter.open(path: dir, processIdentity: "bench-consumer", configuration: .init(durability: .noSync))
+            let signal = SignalID()
+            let consumer = try center.register(signal, owner: "bench", scope: .durable)
+            let latencies = LatencyLog()
+            center.attach(consumer, handler: .atMostOnce { delivery in
+                latencies.record(monotonicNanoseconds() - ((try? delivery.decode(UInt64.self)) ?? 0))
+            })
+            let poster = Process()
+            poster.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+            poster.arguments = ["--signal-poster", dir, signal.description, "\(posts)", "1000"]
+            try poster.run()
+            poster.waitUntilExit()
+            let deadline = ContinuousClock.now + .seconds(10)
+            while latencies.count < posts && ContinuousClock.now < deadline { usleep(1000) }
+            remote.append(latencies.histogram)
+            try center.stop()
+        }
+        results += percentiles("cross-process", runs: remote, detail: "another process posts every 1 ms; wake-up by datagram socket; no fsync")
+
+        // Batched posts per second.
+        let batch = 1000, batches = max(10, Int(200 * scale))
+        let dir = try temporaryStore("signals-posts")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let center = try SignalCenter.open(path: dir, processIdentity: "bench", configuration: .init(durability: .noSync))
+        let signals = (0..<100).map { _ in SignalID() }
+        results.append(try Measurement.measure(name, "posts-batched", metric: "posts_per_s", runs: runs,
+                                               detail: "\(batch) posts per transaction over 100 signals, no fsync") {
+            let elapsed = try seconds {
+                for round in 0..<batches {
+                    try center.post((0..<batch).map { SignalPost(signal: signals[($0 + round) % signals.count], payload: [1, 2, 3, 4],
+                                                                 terminatesConsumersAfterDelivery: false) })
+                }
+            }
+            return Double(batch * batches) / elapsed
+        })
+        results.append(try Measurement.measure(name, "posts-single-strict", metric: "posts_per_s", runs: runs,
+                                               detail: "1 post per transaction, strict (2 fsyncs)") {
+            let strict = try SignalCenter.open(path: try temporaryStore("signals-strict"), processIdentity: "bench-strict")
+            let count = max(20, Int(200 * scale))
+            let elapsed = try seconds { for _ in 0..<count { try strict.post(signals[0], payload: [1], terminatesConsumersAfterDelivery: false) } }
+            try strict.stop()
+            return Double(count) / elapsed
+        })
+        try center.stop()
+        return results
+    }
+}
+
+/// Latencies recorded from the dispatcher thread.
+final class LatencyLog: @unchecked Sendable {
+    // @unchecked Sendable: every access goes through `lock`.
+    private let lock = NSLock()
+    private var values = Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
+    private var recorded = 0
+
+    func record(_ nanoseconds: UInt64) {
+        lock.withLock {
+            _ = values.record(nanoseconds)
+            recorded += 1
+        }
+    }
+
+    var count: Int { lock.withLock { recorded } }
+    var histogram: Histogram<UInt64> { lock.withLock { values } }
+}
