@@ -37,6 +37,7 @@ let package = Package(
 
         // Examples.
         .executableTarget(name: "counter-demo", dependencies: ["DurableWorkflow", "Workflow"], path: "Examples/CounterDemo"),
+        .executableTarget(name: "signal-demo", dependencies: ["WorkflowSignals", "LMDB"], path: "Examples/SignalDemo"),
 
         // A helper executable that tests spawn as a real child process (crash and multi-process tests).
         // Test helpers shared by every test target and the child-process helper.
@@ -57,7 +58,10 @@ let package = Package(
         ),
         .testTarget(
             name: "WorkflowSignalsTests",
-            dependencies: ["WorkflowSignals", "DurableWorkflow", "Workflow", "LMDB", "TestSupport", "TestWorkflows", "wf-test-child"]
+            dependencies: [
+                "WorkflowSignals", "DurableWorkflow", "Workflow", "LMDB", "TestSupport", "TestWorkflows", "wf-test-child",
+                "signal-demo",
+            ]
         ),
         .testTarget(name: "WorkflowTests", dependencies: ["Workflow", "WorkflowTesting", "WorkflowLogging", "TestSupport", "TestWorkflows", "wf-test-child"]),
     ],

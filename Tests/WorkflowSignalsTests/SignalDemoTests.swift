@@ -1,0 +1,36 @@
+import Foundation
+import TestSupport
+import Testing
+import WorkflowSignals
+
+@Suite("The README's signal demo")
+struct SignalDemoTests {
+    var demo: String { (ChildProcess.helperPath as NSString).deletingLastPathComponent + "/signal-demo" }
+
+    @Test("a consumer killed with SIGKILL between posts gets every version once after it restarts")
+    func consumerSurvivesKill() throws {
+        let dir = TemporaryDirectory("signal-demo")
+        let store = dir.child("store"), signal = SignalID().description
+        let consumer = try ChildProcess(["consume", store, signal], executable: demo)
+        #expect(consumer.readLine() == "waiting for \(signal)")
+        for text in ["upload 50%", "upload 100%"] {
+            let poster = try ChildProcess(["post", store, signal, text], executable: demo)
+            _ = poster.readRemainingLines()
+            #expect(try poster.waitForExit() == 0)
+        }
+        #expect(consumer.readLine() == "version 1: upload 50%")
+        #expect(consumer.readLine() == "version 2: upload 100%")
+        consumer.kill()
+        try consumer.waitForExit()
+        for arguments in [["checksum verified"], ["upload finished", "--final"]] {
+            let poster = try ChildProcess(["post", store, signal] + arguments, executable: demo)
+            _ = poster.readRemainingLines()
+            #expect(try poster.waitForExit() == 0)
+        }
+        let restarted = try ChildProcess(["consume", store, signal], executable: demo)
+        #expect(restarted.readRemainingLines() == [
+            "waiting for \(signal)", "version 3: checksum verified", "version 4: upload finished (final)",
+            "done: the consumer was removed after the final version",
+        ])
+    }
+}
