@@ -38,10 +38,14 @@ struct CrossProcessTests {
         let env = try Environment.open(path: dir.path)
         let delivered: Database<UInt64, [UInt8]> = try env.database(named: "test.delivered")
         let duplicates: Database<UInt64, [UInt8]> = try env.database(named: "test.duplicates")
+        let order: Database<UInt64, UInt64> = try env.database(named: "test.order")
         var versions: [UInt64] = []
         try env.read { txn in
             try txn.forEach(in: delivered) { key, _ in versions.append(try UInt64(lmdbBytes: key)); return true }
             #expect(try txn.count(of: duplicates) == 0)
+            // Only key 0 (the last version handled): every version followed the one before it.
+            #expect(try txn.count(of: order) == 1)
+            #expect(try txn.get(0, in: order) == 1000)
         }
         #expect(kills >= 20)
         #expect(versions.count == 1000, "\(versions.count) versions delivered, first \(versions.first ?? 0), last \(versions.last ?? 0)")

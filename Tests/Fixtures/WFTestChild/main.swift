@@ -143,10 +143,15 @@ do {
         let duplicates: Database<UInt64, [UInt8]> = try center.store.environment.database(named: "test.duplicates")
         let consumer = try center.register(signal, owner: "test", behaviour: .untilTerminated, scope: .durable,
                                            id: ConsumerID(stableName: "test-consumer"))
+        let order: Database<UInt64, UInt64> = try center.store.environment.database(named: "test.order")
         center.attach(consumer, handler: .transactional { delivery, txn in
             if try !txn.insert([1], forKey: delivery.version, in: delivered) {
                 try txn.put([1], forKey: delivery.version, in: duplicates)
             }
+            // Key 0 holds the last version handled; any other key is a version that did not follow it.
+            let previous = try txn.get(0, in: order) ?? 0
+            if delivery.version != previous + 1 { try txn.put(previous, forKey: delivery.version, in: order) }
+            try txn.put(delivery.version, forKey: 0, in: order)
         })
         say("ready")
         // The terminating delivery's commit removes the consumer: wait for that commit.
