@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "WorkflowLogging", targets: ["WorkflowLogging"]),
         .library(name: "DurableWorkflow", targets: ["DurableWorkflow"]),
         .library(name: "WorkflowSignals", targets: ["WorkflowSignals"]),
+        .library(name: "WorkflowFeedback", targets: ["WorkflowFeedback"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
@@ -32,6 +33,8 @@ let package = Package(
         .target(name: "DurableWorkflow", dependencies: ["Workflow", "LMDB"]),
         // Persistent signals: every version in the log, each consumer sees each version once.
         .target(name: "WorkflowSignals", dependencies: ["DurableWorkflow", "Workflow", "LMDB"]),
+        // Feedback loops: the Mealy-machine front end, in memory and durable, on the same runtime.
+        .target(name: "WorkflowFeedback", dependencies: ["Workflow", "DurableWorkflow"]),
         // A swift-log observer.
         .target(name: "WorkflowLogging", dependencies: ["Workflow", .product(name: "Logging", package: "swift-log")]),
 
@@ -42,10 +45,13 @@ let package = Package(
         // A helper executable that tests spawn as a real child process (crash and multi-process tests).
         // Test helpers shared by every test target and the child-process helper.
         .target(name: "TestSupport", dependencies: [], path: "Tests/TestSupport"),
-        .target(name: "TestWorkflows", dependencies: ["Workflow", "DurableWorkflow", "WorkflowSignals"], path: "Tests/Fixtures/TestWorkflows"),
+        .target(
+            name: "TestWorkflows", dependencies: ["Workflow", "DurableWorkflow", "WorkflowSignals", "WorkflowFeedback"],
+            path: "Tests/Fixtures/TestWorkflows"
+        ),
         .executableTarget(
             name: "wf-test-child",
-            dependencies: ["LMDB", "Workflow", "DurableWorkflow", "WorkflowSignals", "TestSupport", "TestWorkflows"],
+            dependencies: ["LMDB", "Workflow", "DurableWorkflow", "WorkflowSignals", "WorkflowFeedback", "TestSupport", "TestWorkflows"],
             path: "Tests/Fixtures/WFTestChild"
         ),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "TestSupport", "wf-test-child"]),
@@ -62,6 +68,10 @@ let package = Package(
                 "WorkflowSignals", "DurableWorkflow", "Workflow", "LMDB", "TestSupport", "TestWorkflows", "wf-test-child",
                 "signal-demo",
             ]
+        ),
+        .testTarget(
+            name: "WorkflowFeedbackTests",
+            dependencies: ["WorkflowFeedback", "DurableWorkflow", "Workflow", "TestSupport", "TestWorkflows", "wf-test-child"]
         ),
         .testTarget(name: "WorkflowTests", dependencies: ["Workflow", "WorkflowTesting", "WorkflowLogging", "TestSupport", "TestWorkflows", "wf-test-child"]),
     ],

@@ -17,6 +17,7 @@ let package = Package(
                 .product(name: "Workflow", package: "main"),
                 .product(name: "DurableWorkflow", package: "main"),
                 .product(name: "WorkflowSignals", package: "main"),
+                .product(name: "WorkflowFeedback", package: "main"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             swiftSettings: [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]

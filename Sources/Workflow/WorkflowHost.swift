@@ -8,6 +8,9 @@ public struct HostConfiguration: Sendable {
     public var programmerErrors: ProgrammerErrorPolicy
     /// Where actions get their time and timers wait (default: the system clock).
     public var clock: any WorkflowClock
+    /// Whether root outputs are kept for ``WorkflowHost/outputs`` (default). Turn it off for a host
+    /// whose outputs nobody reads: they are then dropped instead of accumulating.
+    public var bufferOutputs: Bool = true
     /// Services that `render` reaches through ``RenderContext/dependency(_:)`` (a signal center,
     /// a client): things that are not props because they are not values.
     public var dependencies: [ObjectIdentifier: any Sendable] = [:]
@@ -53,7 +56,7 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
         do {
             runtime = try WorkflowRuntime(
                 workflow: workflow, observers: configuration.observers, programmerErrors: configuration.programmerErrors,
-                clock: configuration.clock, dependencies: configuration.dependencies)
+                clock: configuration.clock, dependencies: configuration.dependencies, bufferOutputs: configuration.bufferOutputs)
         } catch {
             preconditionFailure("an in-memory host cannot fail to start: \(error)")
         }
@@ -68,7 +71,8 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
     ) throws {
         runtime = try WorkflowRuntime(
             workflow: workflow, observers: configuration.observers, programmerErrors: configuration.programmerErrors,
-            clock: configuration.clock, dependencies: configuration.dependencies, journal: journal, restorer: restorer,
+            clock: configuration.clock, dependencies: configuration.dependencies, bufferOutputs: configuration.bufferOutputs,
+            journal: journal, restorer: restorer,
             initialSequence: initialSequence, replay: replay)
     }
 

@@ -18,8 +18,9 @@ let scenarios: [(name: String, run: ((runs: Int, scale: Double)) throws -> [Meas
     (ReplayScenario.name, { try ReplayScenario.run(runs: $0.runs, scale: $0.scale, ceilings: ceilings) }),
     (InstancesScenario.name, { try InstancesScenario.run(runs: $0.runs, scale: $0.scale) }),
     (SignalsScenario.name, { try SignalsScenario.run(runs: $0.runs, scale: $0.scale) }),
+    (FeedbackScenario.name, { try FeedbackScenario.run(runs: $0.runs, scale: $0.scale, runtime: ceilings["one-node"]) }),
 ]
-let plannedScenarios = ["feedback", "sqlite"]
+let plannedScenarios = ["sqlite"]
 let needCeilings: Set<String> = ["durable", "replay"]
 
 var selected: [String] = []
@@ -62,7 +63,7 @@ for name in wanted {
     }
     do {
         let results = try scenario.run((runs, scale))
-        if name == RawLMDBScenario.name { for result in results { ceilings[result.case] = result } }
+        if name == RawLMDBScenario.name || name == RuntimeScenario.name { for result in results { ceilings[result.case] = result } }
         all += results
         print(Report.table(name, results))
     } catch {

@@ -59,7 +59,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     init(
         workflow: Root, observers: [any WorkflowObserver], programmerErrors: ProgrammerErrorPolicy,
         clock: any WorkflowClock = SystemClock(), dependencies: [ObjectIdentifier: any Sendable] = [:],
-        journal: (any RuntimeJournal)? = nil,
+        bufferOutputs: Bool = true, journal: (any RuntimeJournal)? = nil,
         restorer: (any StateRestorer)? = nil, initialSequence: UInt64? = nil,
         replay: ((any ReplayDriver) throws -> Void)? = nil, inspect: ((any RuntimeTree) -> Void)? = nil
     ) throws {
@@ -79,8 +79,10 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         root = WorkflowNode(workflow: workflow, path: NodePath(segments: [
             .init(workflowType: NodePath.typeName(Root.self), key: "")
         ]), runtime: context)
-        root.outputHandler = { [unowned(unsafe) self] output in
-            if !self.context.isReplaying { self.pendingOutputs.append(output) }
+        if bufferOutputs {
+            root.outputHandler = { [unowned(unsafe) self] output in
+                if !self.context.isReplaying { self.pendingOutputs.append(output) }
+            }
         }
         renderPass()
         context.restorer = nil

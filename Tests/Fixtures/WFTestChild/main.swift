@@ -5,6 +5,7 @@ import Foundation
 import DurableWorkflow
 import LMDB
 import TestSupport
+import WorkflowFeedback
 import WorkflowSignals
 import TestWorkflows
 import Workflow
@@ -170,6 +171,24 @@ do {
         say("waiting \(host.rendering.deliveries)")
         while host.rendering.uploaded == nil { usleep(1000) }
         say("received \(host.rendering.uploaded!) \(host.rendering.deliveries)")
+
+    case "feedback-loop":
+        // feedback-loop STORE: resumes (or starts) the durable Tally loop "tally" with a feedback
+        // that prints "saw N" for every event it sees, then adds 1, 2, 3, ... printing "ack N"
+        // after each is committed (strict).
+        let store = try WorkflowStore.open(path: arguments[1])
+        let loop = try FeedbackLoop.durable(
+            store: store, id: "tally", reducer: Tally(),
+            feedbacks: [.observing { reduced in if case .add(let value) = reduced.event { say("saw \(value)") } }])
+        say("ready \(loop.state.count) \(loop.state.sum)")
+        loop.start()
+        var next = loop.state.count + 1
+        while true {
+            loop.send(.add(next))
+            say("ack \(next)")
+            next += 1
+            usleep(500)
+        }
 
     case "signal-post":
         // signal-post STORE SIGNAL COUNT PAUSE_MICROS [TERMINATE_LAST]: posts versions 1...COUNT.

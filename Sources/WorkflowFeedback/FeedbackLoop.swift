@@ -1,0 +1,157 @@
+import DurableWorkflow
+import Synchronization
+import Workflow
+
+/// A Mealy machine: a reducer, feedbacks that see every `(event, state)` pair and send events
+/// back, and external events sent with ``send(_:)`` (rules F1-F3).
+///
+/// It runs on the workflow runtime: the state is stored once, in a one-node workflow; every event,
+/// external or from a feedback, goes through the host's single first-in-first-out queue, so events
+/// are reduced in arrival order, one at a time, never recursively and never dropped. Events sent
+/// before ``start()`` are kept and reduced after it, once (F2). A durable loop logs every event
+/// before its state is published and rebuilds its state by replaying the reducer; feedback
+/// effects never see replayed events and start after replay (F3).
+public final class FeedbackLoop<Reducer: FeedbackReducer>: Sendable {
+    public typealias State = Reducer.State
+    public typealias Event = Reducer.Event
+
+    private struct Lifecycle {
+        var started = false
+        var stopped = false
+        var early: [Event] = []
+        var tasks: [Task<Void, Never>] = []
+    }
+
+    private let host: WorkflowHost<ReducerWorkflow<Reducer>>
+    /// The node's sink: stable for the loop's life (one node, one action type).
+    private let sink: Sink<EventAction<Reducer>>
+    private let feedbacks: [Feedback<State, Event>]
+    private let lifecycle = Mutex(Lifecycle())
+
+    private init(host: WorkflowHost<ReducerWorkflow<Reducer>>, feedbacks: [Feedback<State, Event>]) {
+        self.host = host
+        self.sink = host.rendering.sink
+        self.feedbacks = feedbacks
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// An in-memory loop running `reducer` with `feedbacks`.
+    public convenience init(reducer: Reducer, feedbacks: [Feedback<State, Event>] = [], configuration: HostConfiguration = HostConfiguration()) {
+        var configuration = configuration
+        configuration.bufferOutputs = !feedbacks.isEmpty
+        self.init(host: WorkflowHost(workflow: ReducerWorkflow(reducer: reducer), configuration: configuration), feedbacks: feedbacks)
+    }
+
+    /// An in-memory loop starting at `initial` and reducing with `reduce`.
+    public convenience init<S: Sendable, E: Sendable>(
+        initial: S, reduce: @escaping @Sendable (inout S, E) -> Void, feedbacks: [Feedback<S, E>] = []
+    ) where Reducer == ClosureReducer<S, E> {
+        self.init(reducer: ClosureReducer(initial: initial, reduce: reduce), feedbacks: feedbacks)
+    }
+
+    /// A durable loop: instance `id` of `store` is resumed (its state rebuilt by replaying the
+    /// reducer over its logged events) or, if absent, started with `reducer`.
+    public static func durable(
+        store: WorkflowStore, id: String, reducer: Reducer, feedbacks: [Feedback<State, Event>] = [],
+        configuration: DurableConfiguration = DurableConfiguration()
+    ) throws -> FeedbackLoop where Reducer: Codable, Event: Codable, State: Codable {
+        var configuration = configuration
+        configuration.actions.register(EventAction<Reducer>.self)
+        configuration.host.bufferOutputs = !feedbacks.isEmpty
+        let host = try store.instance(id: id) == nil
+            ? try store.start(ReducerWorkflow(reducer: reducer), id: id, configuration: configuration)
+            : try store.resume(id: id, as: ReducerWorkflow<Reducer>.self, configuration: configuration)
+        return FeedbackLoop(host: host, feedbacks: feedbacks)
+    }
+
+    /// The current state.
+    public var state: State { host.rendering.state }
+
+    /// The state now, then after every event, as an async sequence.
+    public func states() -> AsyncStream<State> {
+        let renderings = host.renderings()
+        return AsyncStream { continuation in
+            let task = Task {
+                for await rendering in renderings { continuation.yield(rendering.state) }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Starts the feedbacks, then reduces the events sent before now, in order.
+    public func start() {
+        let early = lifecycle.withLock { lifecycle -> [Event]? in
+            guard !lifecycle.started, !lifecycle.stopped else { return nil }
+            lifecycle.started = true
+            lifecycle.tasks = startFeedbacks()
+            defer { lifecycle.early = [] }
+            return lifecycle.early
+        }
+        for event in early ?? [] { deliver(event) }
+    }
+
+    /// Sends an external event: reduced at once when the loop is idle (queued otherwise), or kept
+    /// until ``start()`` if the loop has not started.
+    public func send(_ event: Event) {
+        let now = lifecycle.withLock { lifecycle -> Bool in
+            if lifecycle.started { return true }
+            lifecycle.early.append(event)
+            return false
+        }
+        if now { deliver(event) }
+    }
+
+    /// Sends an event (the loop must have started) and returns once it is reduced and, for a
+    /// durable loop, committed.
+    @discardableResult
+    public func sendAndWait(_ event: Event) async -> Bool {
+        await sink.sendAndWait(EventAction(event: event))
+    }
+
+    /// Returns once every event reduced so far is committed (durable loops).
+    public func flush() async { await host.flush() }
+
+    /// Stops the feedbacks and the loop.
+    public func stop() {
+        let tasks = lifecycle.withLock { lifecycle -> [Task<Void, Never>] in
+            lifecycle.stopped = true
+            defer { lifecycle.tasks = [] }
+            return lifecycle.tasks
+        }
+        host.stop()
+        tasks.forEach { $0.cancel() }
+    }
+
+    /// The error that stopped a durable loop (its log could not be written), if any.
+    public var failure: (any Error)? { host.failure }
+
+    private func deliver(_ event: Event) {
+        sink.send(EventAction(event: event))
+    }
+
+    /// One task fans the loop's reductions out to one stream per feedback; one task per feedback.
+    private func startFeedbacks() -> [Task<Void, Never>] {
+        guard !feedbacks.isEmpty else { return [] }
+        let sink = self.sink
+        let send: @Sendable (Event) -> Void = { event in sink.send(EventAction(event: event)) }
+        var inputs: [AsyncStream<Reduced<State, Event>>.Continuation] = []
+        var tasks: [Task<Void, Never>] = []
+        for feedback in feedbacks {
+            let (stream, continuation) = AsyncStream.makeStream(of: Reduced<State, Event>.self)
+            inputs.append(continuation)
+            tasks.append(Task { await feedback.run(stream, send) })
+        }
+        let outputs = host.outputs
+        tasks.append(Task {
+            for await reduced in outputs {
+                for input in inputs { input.yield(reduced) }
+            }
+            for input in inputs { input.finish() }
+        })
+        return tasks
+    }
+}
