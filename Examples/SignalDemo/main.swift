@@ -22,6 +22,9 @@ do {
         let center = try SignalCenter.open(path: arguments[2], processIdentity: "signal-demo-consumer")
         let consumer = try center.register(signal, owner: "demo", behaviour: .untilTerminated, scope: .durable,
                                            id: ConsumerID(stableName: "signal-demo \(signal)"))
+        // Writes made through the handler's transaction commit with the delivery mark: exactly once.
+        // Printing is outside that transaction: a kill between the print and the commit prints
+        // that version again after the restart (at least once).
         center.attach(consumer, handler: .transactional { delivery, _ in
             say("version \(delivery.version): \(try delivery.decode(String.self))\(delivery.terminatesConsumersAfterDelivery ? " (final)" : "")")
         })

@@ -20,6 +20,11 @@ struct SignalDemoTests {
         }
         #expect(consumer.readLine() == "version 1: upload 50%")
         #expect(consumer.readLine() == "version 2: upload 100%")
+        // The print happens inside the delivery's transaction, before its commit: wait for the
+        // commit, or a kill in between would (correctly) redeliver version 2 after the restart.
+        let observer = try SignalCenter.open(path: store, processIdentity: "test-observer")
+        #expect(eventually { (try? observer.consumers().first?.lastDelivered) == 2 })
+        try observer.stop()
         consumer.kill()
         try consumer.waitForExit()
         for arguments in [["checksum verified"], ["upload finished", "--final"]] {
