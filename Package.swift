@@ -12,9 +12,12 @@ let package = Package(
         .library(name: "DurableWorkflow", targets: ["DurableWorkflow"]),
         .library(name: "WorkflowSignals", targets: ["WorkflowSignals"]),
         .library(name: "WorkflowFeedback", targets: ["WorkflowFeedback"]),
+        .library(name: "WorkflowCLI", targets: ["WorkflowCLI"]),
+        .executable(name: "wfctl", targets: ["wfctl"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],
     targets: [
         // The system liblmdb (Debian: liblmdb-dev), found through pkg-config.
@@ -35,11 +38,21 @@ let package = Package(
         .target(name: "WorkflowSignals", dependencies: ["DurableWorkflow", "Workflow", "LMDB"]),
         // Feedback loops: the Mealy-machine front end, in memory and durable, on the same runtime.
         .target(name: "WorkflowFeedback", dependencies: ["Workflow", "DurableWorkflow"]),
+        // The inspect/replay tool as a library (a service registers its types) and the shipped wfctl.
+        .target(
+            name: "WorkflowCLI",
+            dependencies: [
+                "DurableWorkflow", "WorkflowSignals", "Workflow", "LMDB",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(name: "wfctl", dependencies: ["WorkflowCLI", "WorkflowExamples", "DurableWorkflow"]),
         // A swift-log observer.
         .target(name: "WorkflowLogging", dependencies: ["Workflow", .product(name: "Logging", package: "swift-log")]),
 
-        // Examples.
-        .executableTarget(name: "counter-demo", dependencies: ["DurableWorkflow", "Workflow"], path: "Examples/CounterDemo"),
+        // Examples: the workflows the demos, the showcase and the shipped wfctl use.
+        .target(name: "WorkflowExamples", dependencies: ["Workflow", "DurableWorkflow", "WorkflowSignals"]),
+        .executableTarget(name: "counter-demo", dependencies: ["DurableWorkflow", "Workflow", "WorkflowExamples"], path: "Examples/CounterDemo"),
         .executableTarget(name: "signal-demo", dependencies: ["WorkflowSignals", "LMDB"], path: "Examples/SignalDemo"),
 
         // A helper executable that tests spawn as a real child process (crash and multi-process tests).
@@ -72,6 +85,13 @@ let package = Package(
         .testTarget(
             name: "WorkflowFeedbackTests",
             dependencies: ["WorkflowFeedback", "DurableWorkflow", "Workflow", "TestSupport", "TestWorkflows", "wf-test-child"]
+        ),
+        .testTarget(
+            name: "WorkflowCLITests",
+            dependencies: [
+                "WorkflowCLI", "WorkflowExamples", "DurableWorkflow", "WorkflowSignals", "Workflow", "LMDB", "TestSupport",
+                "TestWorkflows", "wfctl", "counter-demo",
+            ]
         ),
         .testTarget(name: "WorkflowTests", dependencies: ["Workflow", "WorkflowTesting", "WorkflowLogging", "TestSupport", "TestWorkflows", "wf-test-child"]),
     ],

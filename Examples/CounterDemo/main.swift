@@ -6,23 +6,7 @@
 import DurableWorkflow
 import Foundation
 import Workflow
-
-struct Counter: Workflow, Codable, Sendable {
-    struct Increment: DurableAction {
-        typealias WorkflowType = Counter
-        static let tag = "demo.increment"
-        func apply(toState state: inout Int) -> Never? {
-            state += 1
-            return nil
-        }
-    }
-
-    func makeInitialState() -> Int { 0 }
-
-    func render(state: Int, context: RenderContext<Counter>) -> (count: Int, increment: Sink<Increment>) {
-        (state, context.makeSink(of: Increment.self))
-    }
-}
+import WorkflowExamples
 
 /// Prints a line at once (unbuffered), so nothing printed is lost when the process is killed.
 func say(_ line: String) {
@@ -35,7 +19,7 @@ guard arguments.count >= 2 else {
     exit(2)
 }
 let ticks = arguments.firstIndex(of: "--ticks").flatMap { Int(arguments[$0 + 1]) } ?? .max
-let configuration = DurableConfiguration(mode: .strict, actions: ActionRegistry(Counter.Increment.self))
+let configuration = DurableConfiguration(mode: .strict, actions: Counter.actions)
 do {
     let store = try WorkflowStore.open(path: arguments[1])
     let resumed = try store.instance(id: "counter") != nil

@@ -52,10 +52,10 @@ public final class WorkflowStore: Sendable {
     public static func open(path: String, configuration: StoreConfiguration = StoreConfiguration()) throws(DurableError) -> WorkflowStore {
         do {
             let environment = try Environment.open(path: path, configuration: configuration.environment)
-            let layout = try StoreLayout(environment: environment)
-            let store = WorkflowStore(path: path, environment: environment, layout: layout)
-            try store.checkFormat(readOnly: configuration.environment.readOnly)
-            return store
+            // The format first: a newer store may have databases this version does not know.
+            let meta: Database<String, [UInt8]> = try environment.database(named: "meta")
+            try checkFormat(environment: environment, meta: meta, path: path, readOnly: configuration.environment.readOnly)
+            return WorkflowStore(path: path, environment: environment, layout: try StoreLayout(environment: environment))
         } catch let error as DurableError {
             throw error
         } catch let error as LMDBError {
@@ -69,9 +69,9 @@ public final class WorkflowStore: Sendable {
         }
     }
 
-    private func checkFormat(readOnly: Bool) throws {
+    private static func checkFormat(environment: Environment, meta: Database<String, [UInt8]>, path: String, readOnly: Bool) throws {
         let stored = try environment.read { txn in
-            try txn.withValue(forKey: "format", in: layout.meta) { $0.count == 4 ? $0.loadUnaligned(as: UInt32.self).littleEndian : 0 }
+            try txn.withValue(forKey: "format", in: meta) { $0.count == 4 ? $0.loadUnaligned(as: UInt32.self).littleEndian : 0 }
         }
         switch stored {
         case nil:
@@ -79,32 +79,27 @@ public final class WorkflowStore: Sendable {
                 throw DurableError(.storage, store: path, detail: "the store has never been written", recovery: "Open it writable once")
             }
             try environment.write { txn in
-                var format = Self.formatVersion.littleEndian
-                try txn.put(withUnsafeBytes(of: &format) { Array($0) }, forKey: "format", in: layout.meta)
+                var format = formatVersion.littleEndian
+                try txn.put(withUnsafeBytes(of: &format) { Array($0) }, forKey: "format", in: meta)
             }
-        case let version? where version > Self.formatVersion:
+        case let version? where version > formatVersion:
             throw DurableError(
                 .newerFormat, store: path,
-                detail: "the store has format \(version), written by a newer version of this library (this one reads up to \(Self.formatVersion))",
+                detail: "the store has format \(version), written by a newer version of this library (this one reads up to \(formatVersion))",
                 recovery: "Upgrade the library, or export the store with the newer version's wfctl and import it here")
-        case let version? where version < Self.formatVersion:
+        case let version? where version < formatVersion:
             guard !readOnly else {
                 throw DurableError(.storage, store: path, detail: "the store has the older format \(version)",
-                                   recovery: "Open it writable once to migrate it to format \(Self.formatVersion)")
+                                   recovery: "Open it writable once to migrate it to format \(formatVersion)")
             }
-            try migrate(from: version)
+            try environment.write { txn in
+                let layout = try StoreLayout(environment: environment)
+                for migration in migrations where migration.from >= version { try migration.apply(txn, layout) }
+                var format = formatVersion.littleEndian
+                try txn.put(withUnsafeBytes(of: &format) { Array($0) }, forKey: "format", in: meta)
+            }
         default:
             break
-        }
-    }
-
-    private func migrate(from version: UInt32) throws {
-        try environment.write { txn in
-            for migration in Self.migrations where migration.from >= version {
-                try migration.apply(txn, layout)
-            }
-            var format = Self.formatVersion.littleEndian
-            try txn.put(withUnsafeBytes(of: &format) { Array($0) }, forKey: "format", in: layout.meta)
         }
     }
 

@@ -25,10 +25,11 @@ public final class ChildProcess {
     }
 
     /// Starts `executable` (the helper by default) with `arguments`.
-    /// With `mergeStandardError`, the child's stderr goes to the same pipe as its stdout.
+    /// With `mergeStandardError`, the child's stderr goes to the same pipe as its stdout; with
+    /// `standardInput`, the child reads that file on its stdin.
     public init(
         _ arguments: [String], executable: String = ChildProcess.helperPath, environment: [String: String] = [:],
-        mergeStandardError: Bool = false
+        mergeStandardError: Bool = false, standardInput: String? = nil
     ) throws {
         var pipeFDs: [Int32] = [0, 0]
         guard pipe(&pipeFDs) == 0 else { throw ChildProcessError.spawnFailed("pipe: \(errno)") }
@@ -37,6 +38,7 @@ public final class ChildProcess {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)
         if mergeStandardError { posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 2) }
+        if let standardInput { posix_spawn_file_actions_addopen(&actions, 0, standardInput, O_RDONLY, 0) }
         posix_spawn_file_actions_addclose(&actions, pipeFDs[0])
         posix_spawn_file_actions_addclose(&actions, pipeFDs[1])
 

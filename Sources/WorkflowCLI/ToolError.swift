@@ -1,0 +1,43 @@
+import DurableWorkflow
+import LMDB
+import WorkflowSignals
+
+/// A failure of a `wfctl` command, with its exit code: 1 a finding (e.g. a divergence), 2 a usage
+/// problem (unknown id, sequence out of range, unregistered type), 3 a store problem.
+struct ToolError: Error {
+    let code: Int32
+    let message: String
+
+    static func usage(_ message: String) -> ToolError { ToolError(code: 2, message: message) }
+    static func finding(_ message: String) -> ToolError { ToolError(code: 1, message: message) }
+
+    /// Maps library errors to exit codes.
+    static func from(_ error: any Error) -> ToolError {
+        switch error {
+        case let error as ToolError:
+            return error
+        case let error as DurableError:
+            switch error.kind {
+            case .instanceNotFound, .sequenceOutOfRange, .wrongWorkflowType, .instanceExists:
+                return ToolError(code: 2, message: error.description)
+            default:
+                return ToolError(code: 3, message: describeStorage(error.description, error.storageError))
+            }
+        case let error as SignalError:
+            return ToolError(code: error.kind == .unknownSignal || error.kind == .unknownConsumer ? 2 : 3,
+                             message: describeStorage(error.description, error.storageError))
+        case let error as LMDBError:
+            return ToolError(code: 3, message: describeStorage(error.description, error))
+        default:
+            return ToolError(code: 3, message: "\(error)")
+        }
+    }
+
+    private static func describeStorage(_ text: String, _ storage: LMDBError?) -> String {
+        switch storage?.kind {
+        case .missingDirectory?: return "\(storage!.path) is not a store: no such directory"
+        case .notAnLMDBEnvironment?: return "\(storage!.path) is not a store: \(storage!.detail)"
+        default: return text
+        }
+    }
+}

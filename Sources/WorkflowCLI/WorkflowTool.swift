@@ -1,0 +1,82 @@
+import ArgumentParser
+import DurableWorkflow
+import Foundation
+import WorkflowSignals
+
+/// The inspect/replay tool over a workflow store. A service builds its own `wfctl` in a few
+/// lines, with its workflow types registered so that `state` and `verify` can rebuild them:
+///
+///     var types = WorkflowTypes()
+///     types.register(OrderWorkflow.self, configuration: OrderWorkflow.configuration)
+///     WorkflowTool.main(types: types)
+///
+/// Exit codes: 0 ok, 1 a finding (e.g. a divergence), 2 a usage problem, 3 a store problem.
+/// Read commands open the store read-only, so they are safe against a running service.
+public enum WorkflowTool {
+    @TaskLocal static var types = WorkflowTypes()
+
+    /// Parses `arguments`, runs the command and exits with its code; errors are one line on stderr.
+    public static func main(types: WorkflowTypes, arguments: [String] = Array(CommandLine.arguments.dropFirst())) -> Never {
+        exit($types.withValue(types) { run(arguments) })
+    }
+
+    /// Runs one command and returns its exit code (for tests and embedding).
+    static func run(_ arguments: [String]) -> Int32 {
+        let command: any ParsableCommand
+        do {
+            command = try WFCtl.parseAsRoot(arguments)
+        } catch {
+            let code = WFCtl.exitCode(for: error)
+            if code == .success {
+                emit(WFCtl.fullMessage(for: error))
+                return 0
+            }
+            FileHandle.standardError.write(Data((WFCtl.fullMessage(for: error) + "\n").utf8))
+            return 2
+        }
+        do {
+            var mutable = command
+            try mutable.run()
+            return 0
+        } catch {
+            let failure = ToolError.from(error)
+            FileHandle.standardError.write(Data("wfctl: \(failure.message.replacingOccurrences(of: "\n", with: " "))\n".utf8))
+            return failure.code
+        }
+    }
+}
+
+/// The root command.
+struct WFCtl: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "wfctl",
+        abstract: "Inspect, replay and maintain a durable workflow store.",
+        discussion: """
+        Read commands open the store read-only and are safe against a running service.
+        Exit codes: 0 ok, 1 finding (e.g. a divergence), 2 usage, 3 store error.
+        """,
+        subcommands: [Info.self, List.self, Log.self, State.self, Verify.self, Signals.self,
+                      Export.self, Import.self, Compact.self, Fork.self])
+}
+
+/// Options every read command takes.
+struct ReadOptions: ParsableArguments {
+    @Argument(help: "The store's directory.")
+    var store: String
+
+    @Flag(help: "Print JSON instead of a table.")
+    var json = false
+
+    func open() throws -> WorkflowStore {
+        try WorkflowStore.open(path: store, configuration: .readOnly)
+    }
+}
+
+/// Opens the signal subsystem of a store read-only; `nil` when the store has never had signals.
+func openSignals(_ store: WorkflowStore) throws -> SignalCenter? {
+    do {
+        return try SignalCenter.open(store: store, processIdentity: "wfctl-\(getpid())", configuration: .init(pollInterval: .seconds(3600)))
+    } catch let error as SignalError where error.storageError?.kind == .databaseNotFound {
+        return nil
+    }
+}

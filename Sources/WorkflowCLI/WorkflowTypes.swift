@@ -1,0 +1,29 @@
+import DurableWorkflow
+import Workflow
+
+/// The workflow types a tool can rebuild state for (time travel, `verify`). Register each root
+/// workflow type with the configuration its instances run with (its action registry and codec).
+public struct WorkflowTypes: Sendable {
+    struct Support: Sendable {
+        let state: @Sendable (WorkflowStore, String, UInt64?) throws -> StateTree
+        let verify: @Sendable (WorkflowStore, String) throws -> VerificationReport
+    }
+
+    private(set) var supports: [String: Support] = [:]
+
+    /// No types: the tool can still list, log, inspect signals, export, import, compact and fork.
+    public init() {}
+
+    /// Registers root workflow type `W` with the `configuration` its instances use.
+    public mutating func register<W: DurableWorkflow>(_ type: W.Type, configuration: DurableConfiguration)
+    where W.Rendering: Sendable, W.Output: Sendable {
+        supports[String(reflecting: W.self)] = Support(
+            state: { store, id, sequence in try store.state(of: id, as: W.self, at: sequence, configuration: configuration) },
+            verify: { store, id in try store.verify(id: id, as: W.self, configuration: configuration) })
+    }
+
+    func support(for workflowType: String) -> Support? { supports[workflowType] }
+
+    /// The registered type names.
+    public var names: [String] { supports.keys.sorted() }
+}
