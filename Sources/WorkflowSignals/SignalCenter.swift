@@ -114,6 +114,7 @@ public final class SignalCenter: Sendable {
     /// Ends this run: its run-scoped consumers are removed and the dispatcher stops.
     public func stop() throws {
         dispatcher.stop()
+        guard !environment.configuration.readOnly else { return }
         try removeConsumers { $0.scope == .run && $0.runID == runID }
     }
 

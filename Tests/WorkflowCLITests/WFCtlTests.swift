@@ -209,6 +209,10 @@ struct WFCtlTests {
             try center.post(signal, value: "done")
             try center.stop()
         }
+        let info = try wfctl(["info", dir.path])
+        #expect(info.code == 0, "\(info.lines)")
+        #expect(info.lines.contains { $0.hasPrefix("signals") && $0.hasSuffix(" 1") })
+        #expect(info.lines.contains { $0.hasPrefix("consumers") && $0.hasSuffix(" 1") })
         let list = try wfctl(["signals", dir.path])
         #expect(list.code == 0)
         #expect(list.lines.count == 2 && list.lines[1].hasPrefix(signal.description) && list.lines[1].contains("  2  "))
