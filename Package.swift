@@ -54,6 +54,10 @@ let package = Package(
         .target(name: "WorkflowExamples", dependencies: ["Workflow", "DurableWorkflow", "WorkflowSignals"]),
         .executableTarget(name: "counter-demo", dependencies: ["DurableWorkflow", "Workflow", "WorkflowExamples"], path: "Examples/CounterDemo"),
         .executableTarget(name: "signal-demo", dependencies: ["WorkflowSignals", "LMDB"], path: "Examples/SignalDemo"),
+        .executableTarget(
+            name: "showcase", dependencies: ["DurableWorkflow", "Workflow", "WorkflowSignals", "WorkflowExamples"],
+            path: "Examples/Showcase"
+        ),
 
         // A helper executable that tests spawn as a real child process (crash and multi-process tests).
         // Test helpers shared by every test target and the child-process helper.
@@ -90,7 +94,7 @@ let package = Package(
             name: "WorkflowCLITests",
             dependencies: [
                 "WorkflowCLI", "WorkflowExamples", "DurableWorkflow", "WorkflowSignals", "Workflow", "LMDB", "TestSupport",
-                "TestWorkflows", "wfctl", "counter-demo",
+                "TestWorkflows", "wfctl", "counter-demo", "showcase",
             ]
         ),
         .testTarget(name: "WorkflowTests", dependencies: ["Workflow", "WorkflowTesting", "WorkflowLogging", "TestSupport", "TestWorkflows", "wf-test-child"]),

@@ -37,7 +37,7 @@ func json<T: Encodable>(_ value: T, pretty: Bool = true) throws -> String {
 
 /// A JSON value decoded from bytes, for embedding decoded payloads and states in JSON output.
 indirect enum JSONValue: Codable, Equatable {
-    case null, bool(Bool), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
+    case null, bool(Bool), integer(Int64), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
 
     /// The JSON in `bytes`, or `nil` when they are not JSON.
     static func parse(_ bytes: [UInt8]) -> JSONValue? {
@@ -48,6 +48,7 @@ indirect enum JSONValue: Codable, Equatable {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() { self = .null }
         else if let value = try? container.decode(Bool.self) { self = .bool(value) }
+        else if let value = try? container.decode(Int64.self) { self = .integer(value) }
         else if let value = try? container.decode(Double.self) { self = .number(value) }
         else if let value = try? container.decode(String.self) { self = .string(value) }
         else if let value = try? container.decode([JSONValue].self) { self = .array(value) }
@@ -59,6 +60,7 @@ indirect enum JSONValue: Codable, Equatable {
         switch self {
         case .null: try container.encodeNil()
         case .bool(let value): try container.encode(value)
+        case .integer(let value): try container.encode(value)
         case .number(let value): try container.encode(value)
         case .string(let value): try container.encode(value)
         case .array(let value): try container.encode(value)

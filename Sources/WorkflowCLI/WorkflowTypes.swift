@@ -17,9 +17,17 @@ public struct WorkflowTypes: Sendable {
     /// Registers root workflow type `W` with the `configuration` its instances use.
     public mutating func register<W: DurableWorkflow>(_ type: W.Type, configuration: DurableConfiguration)
     where W.Rendering: Sendable, W.Output: Sendable {
+        register(type) { _ in configuration }
+    }
+
+    /// Registers `W` with a configuration made for the store being inspected (e.g. one that
+    /// provides the store's `SignalCenter` to workflows that await signals).
+    public mutating func register<W: DurableWorkflow>(
+        _ type: W.Type, configuration: @escaping @Sendable (WorkflowStore) throws -> DurableConfiguration
+    ) where W.Rendering: Sendable, W.Output: Sendable {
         supports[String(reflecting: W.self)] = Support(
-            state: { store, id, sequence in try store.state(of: id, as: W.self, at: sequence, configuration: configuration) },
-            verify: { store, id in try store.verify(id: id, as: W.self, configuration: configuration) })
+            state: { store, id, sequence in try store.state(of: id, as: W.self, at: sequence, configuration: configuration(store)) },
+            verify: { store, id in try store.verify(id: id, as: W.self, configuration: configuration(store)) })
     }
 
     func support(for workflowType: String) -> Support? { supports[workflowType] }

@@ -32,6 +32,8 @@ final class SignalDispatcher: @unchecked Sendable {
     private var lastReadID: UInt64 = 0
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
+    /// Wakes the loop when there is no socket (the fallback poll waits on it).
+    private let localWake = DispatchSemaphore(value: 0)
 
     init(path: String, environment: Environment, configuration: SignalConfiguration) {
         self.path = path
@@ -41,6 +43,8 @@ final class SignalDispatcher: @unchecked Sendable {
     }
 
     func start(center: SignalCenter) {
+        // A read-only store cannot record deliveries: there is nothing to dispatch.
+        guard !environment.configuration.readOnly else { return }
         self.center = center
         let finished = self.finished
         let thread = Thread { [weak self] in
@@ -61,7 +65,7 @@ final class SignalDispatcher: @unchecked Sendable {
             return state.running && !state.stopped
         }
         guard wasRunning else { return }
-        channel?.wakeSelf()
+        wakeSelf()
         if let thread, thread != Thread.current {
             finished.wait()
         }
@@ -76,9 +80,13 @@ final class SignalDispatcher: @unchecked Sendable {
         _ = state.withLock { $0.attached.removeValue(forKey: consumer) }
     }
 
-    func wakeSelf() { channel?.wakeSelf() }
+    func wakeSelf() {
+        if let channel { channel.wakeSelf() } else { localWake.signal() }
+    }
 
-    func wakeEveryone() { channel?.wakeEveryone() }
+    func wakeEveryone() {
+        if let channel { channel.wakeEveryone() } else { localWake.signal() }
+    }
 
     /// A workflow delivery was committed (with its log entry) or abandoned: the next may go.
     func finishInFlight(_ consumer: ConsumerID) {
@@ -91,8 +99,10 @@ final class SignalDispatcher: @unchecked Sendable {
     private func loop() {
         while !state.withLock({ $0.stopped }) {
             let woken = channel?.wait(timeout: configuration.pollInterval) ?? {
-                Thread.sleep(forTimeInterval: 0.001)
-                return false
+                // No socket (a path too long for one): poll, woken early by local posts and stop.
+                let (seconds, attoseconds) = configuration.pollInterval.components
+                let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+                return localWake.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success
             }()
             guard let center else { return }
             if woken || environment.lastTransactionID > lastReadID || hasRetryDue() {

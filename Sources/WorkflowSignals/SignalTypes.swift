@@ -16,6 +16,9 @@ public struct SignalID: Hashable, Sendable, Codable, CustomStringConvertible {
         guard let uuid = UUID(uuidString: string) else { return nil }
         self.uuid = uuid
     }
+    /// A stable id derived from `name` (the same name always names the same signal), for
+    /// signals two programs agree on without exchanging an id.
+    public init(stableName name: String) { uuid = ConsumerID(stableName: "signal:" + name).uuid }
     public var description: String { uuid.uuidString }
     var bytes: [UInt8] { withUnsafeBytes(of: uuid.uuid) { Array($0) } }
     init(bytes: UnsafeRawBufferPointer) { uuid = UUID(uuid: bytes.loadUnaligned(as: uuid_t.self)) }

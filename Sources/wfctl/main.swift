@@ -3,7 +3,11 @@
 import DurableWorkflow
 import WorkflowCLI
 import WorkflowExamples
+import WorkflowSignals
 
 var types = WorkflowTypes()
 types.register(Counter.self, configuration: DurableConfiguration(actions: Counter.actions))
+types.register(UploadJob.self) { store in
+    UploadJob.configuration(center: try SignalCenter.open(store: store, processIdentity: "wfctl"))
+}
 WorkflowTool.main(types: types)
