@@ -8,6 +8,7 @@ let package = Package(
     dependencies: [
         .package(path: "../"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
     ],
     targets: [
         .executableTarget(
@@ -19,6 +20,7 @@ let package = Package(
                 .product(name: "WorkflowSignals", package: "main"),
                 .product(name: "WorkflowFeedback", package: "main"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
         ),

@@ -105,16 +105,16 @@ struct ReplayTests {
         let dir = TemporaryDirectory("timer-down")
         let clock = ManualClock()
         let start = clock.now()
-        let configuration = DurableConfiguration(actions: ActionRegistry(DurableReminder.Action.self), host: .init(clock: clock))
+        let configuration = DurableConfiguration(actions: ActionRegistry(Reminder.Action.self), host: .init(clock: clock))
         do {
             let store = try WorkflowStore.open(path: dir.path)
-            let host = try store.start(DurableReminder(), id: "r", configuration: configuration)
+            let host = try store.start(Reminder(), id: "r", configuration: configuration)
             host.rendering.sink.send(.start(delaySeconds: 60))
             host.stop()
         }
         clock.advance(to: start + .seconds(120))
         let store = try WorkflowStore.open(path: dir.path)
-        let host = try store.resume(id: "r", as: DurableReminder.self, configuration: configuration)
+        let host = try store.resume(id: "r", as: Reminder.self, configuration: configuration)
         await waitUntil { (try? store.instance(id: "r")?.lastSequence) == 3 }
         let entries = try store.entries(of: "r")
         #expect(entries.map(\.origin) == [.props, .sink, .timer])
@@ -128,16 +128,16 @@ struct ReplayTests {
         let dir = TemporaryDirectory("timer-later")
         let clock = ManualClock()
         let start = clock.now()
-        let configuration = DurableConfiguration(actions: ActionRegistry(DurableReminder.Action.self), host: .init(clock: clock))
+        let configuration = DurableConfiguration(actions: ActionRegistry(Reminder.Action.self), host: .init(clock: clock))
         do {
             let store = try WorkflowStore.open(path: dir.path)
-            let host = try store.start(DurableReminder(), id: "r", configuration: configuration)
+            let host = try store.start(Reminder(), id: "r", configuration: configuration)
             host.rendering.sink.send(.start(delaySeconds: 60))
             host.stop()
         }
         clock.advance(to: start + .seconds(30))
         let store = try WorkflowStore.open(path: dir.path)
-        let host = try store.resume(id: "r", as: DurableReminder.self, configuration: configuration)
+        let host = try store.resume(id: "r", as: Reminder.self, configuration: configuration)
         await waitUntil { clock.sleeperCount == 1 }
         clock.advance(to: start + .seconds(59))
         try await Task.sleep(for: .milliseconds(30))
@@ -146,42 +146,6 @@ struct ReplayTests {
         await waitUntil { host.rendering.state.firedAt != nil }
         #expect(host.rendering.state.firedAt == start + .seconds(60))
         #expect(try store.entries(of: "r").map(\.origin) == [.props, .sink, .timer])
-    }
-}
-
-/// A durable reminder: `start` sets a deadline from the logged time; the timer fires `fire`.
-struct DurableReminder: Workflow, Codable, Sendable {
-    struct State: Codable, Equatable {
-        var deadline: WallTime?
-        var firedAt: WallTime?
-    }
-
-    struct Rendering: Sendable {
-        let state: State
-        let sink: Sink<Action>
-    }
-
-    enum Action: DurableAction {
-        typealias WorkflowType = DurableReminder
-        case start(delaySeconds: Int)
-        case fire
-
-        func apply(toState state: inout State, context: ApplyContext<DurableReminder>) -> Never? {
-            switch self {
-            case .start(let delay): state.deadline = context.now + .seconds(delay)
-            case .fire:
-                state.firedAt = context.now
-                state.deadline = nil
-            }
-            return nil
-        }
-    }
-
-    func makeInitialState() -> State { State() }
-
-    func render(state: State, context: RenderContext<DurableReminder>) -> Rendering {
-        if let deadline = state.deadline { context.runTimer(key: "remind", fireAt: deadline) { Action.fire } }
-        return Rendering(state: state, sink: context.makeSink(of: Action.self))
     }
 }
 

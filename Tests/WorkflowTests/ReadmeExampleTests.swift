@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 import Workflow
 
@@ -49,16 +50,7 @@ struct ReadmeExampleTests {
 
     @Test("the README shows exactly the example this file compiles")
     func readmeMatchesThisFile() throws {
-        let thisFile = URL(fileURLWithPath: #filePath)
-        let root = thisFile.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        let source = try String(contentsOf: thisFile, encoding: .utf8)
-        func block(_ text: String, from start: String, to end: String) -> String? {
-            guard let s = text.range(of: start), let e = text.range(of: end, range: s.upperBound..<text.endIndex) else { return nil }
-            return text[s.upperBound..<e.lowerBound].trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-        let example = try #require(block(source, from: "// BEGIN README first-workflow", to: "// END README first-workflow"))
-        let shown = try #require(block(readme, from: "<!-- example: first-workflow -->\n```swift", to: "```"))
-        #expect(shown == example)
+        let (source, readme) = try ReadmeBlock.pair(named: "first-workflow", testFile: #filePath)
+        #expect(source != nil && readme == source)
     }
 }

@@ -1,44 +1,7 @@
+import TestWorkflows
 import Testing
 import Workflow
 import WorkflowTesting
-
-/// Sets a reminder `delay` after `start` (using the action's logged time) and records when it fired.
-struct Reminder: Workflow, Sendable {
-    struct State: Equatable, Codable {
-        var deadline: WallTime?
-        var firedAt: WallTime?
-    }
-
-    struct Rendering: Sendable {
-        let state: State
-        let sink: Sink<Action>
-    }
-
-    enum Action: WorkflowAction, Equatable {
-        typealias WorkflowType = Reminder
-        case start(delaySeconds: Int)
-        case fire
-
-        func apply(toState state: inout State, context: ApplyContext<Reminder>) -> Never? {
-            switch self {
-            case .start(let delay): state.deadline = context.now + .seconds(delay)
-            case .fire:
-                state.firedAt = context.now
-                state.deadline = nil
-            }
-            return nil
-        }
-    }
-
-    func makeInitialState() -> State { State() }
-
-    func render(state: State, context: RenderContext<Reminder>) -> Rendering {
-        if let deadline = state.deadline {
-            context.runTimer(key: "reminder", fireAt: deadline) { Action.fire }
-        }
-        return Rendering(state: state, sink: context.makeSink(of: Action.self))
-    }
-}
 
 @Suite("Timers with an injected clock")
 struct TimerTests {

@@ -17,3 +17,13 @@ ensure_dependencies() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq liblmdb-dev pkg-config >/dev/null
     pkg-config --exists lmdb || { echo "error: pkg-config still cannot find lmdb after installing liblmdb-dev" >&2; return 1; }
 }
+
+# ensure_package PKGCONFIG_NAME DEBIAN_PACKAGE: installs DEBIAN_PACKAGE when pkg-config lacks the module.
+ensure_package() {
+    if pkg-config --exists "$1"; then return 0; fi
+    echo "==> $2 is missing: installing it with apt-get"
+    local sudo=""
+    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$2" >/dev/null
+}

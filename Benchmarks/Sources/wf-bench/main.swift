@@ -19,9 +19,10 @@ let scenarios: [(name: String, run: ((runs: Int, scale: Double)) throws -> [Meas
     (InstancesScenario.name, { try InstancesScenario.run(runs: $0.runs, scale: $0.scale) }),
     (SignalsScenario.name, { try SignalsScenario.run(runs: $0.runs, scale: $0.scale) }),
     (FeedbackScenario.name, { try FeedbackScenario.run(runs: $0.runs, scale: $0.scale, runtime: ceilings["one-node"]) }),
+    (SQLiteScenario.name, { try SQLiteScenario.run(runs: $0.runs, scale: $0.scale, ceilings: ceilings) }),
 ]
-let plannedScenarios = ["sqlite"]
-let needCeilings: Set<String> = ["durable", "replay"]
+let plannedScenarios: [String] = []
+let needCeilings: Set<String> = ["durable", "replay", "sqlite"]
 
 var selected: [String] = []
 var jsonPath: String?
