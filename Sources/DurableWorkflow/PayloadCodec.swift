@@ -12,16 +12,22 @@ public protocol PayloadCodec: Sendable {
 
 /// JSON with sorted keys (deterministic), via Foundation's encoder.
 public struct JSONPayloadCodec: PayloadCodec {
+    // One encoder and decoder per codec: their configuration is set once and never changed,
+    // and each encode/decode call works on its own state, so sharing them between threads is safe.
+    private let encoder: JSONEncoder
+    private let decoder = JSONDecoder()
+
     /// The default codec.
-    public init() {}
+    public init() {
+        encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+    }
 
     public func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return Array(try encoder.encode(value))
+        Array(try encoder.encode(value))
     }
 
     public func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
-        try JSONDecoder().decode(type, from: Data(bytes))
+        try decoder.decode(type, from: Data(bytes))
     }
 }
