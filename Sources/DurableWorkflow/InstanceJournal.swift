@@ -156,7 +156,6 @@ final class InstanceJournal: RuntimeJournal {
         } catch let error as LMDBError {
             throw DurableError.storage(error, store: store.path, instance: instanceID)
         }
-        record.lastSequence = last
         if !configuration.observers.isEmpty {
             let duration = ContinuousClock.now - started
             for observer in configuration.observers {
