@@ -128,7 +128,7 @@ public struct RenderTesterResult<WorkflowType: Workflow> {
     @discardableResult
     public func assert(state expected: WorkflowType.State, file: StaticString = #filePath, line: UInt = #line) throws -> Self
     where WorkflowType.State: Equatable {
-        guard state == expected else { throw failure("expected state \(expected), got \(state)", file, line) }
+        try requireEqual(state, expected, "state", file, line)
         return self
     }
 
@@ -136,7 +136,7 @@ public struct RenderTesterResult<WorkflowType: Workflow> {
     @discardableResult
     public func assert(outputs expected: [WorkflowType.Output], file: StaticString = #filePath, line: UInt = #line) throws -> Self
     where WorkflowType.Output: Equatable {
-        guard outputs == expected else { throw failure("expected outputs \(expected), got \(outputs)", file, line) }
+        try requireEqual(outputs, expected, "outputs", file, line)
         return self
     }
 

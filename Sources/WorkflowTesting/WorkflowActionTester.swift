@@ -42,7 +42,7 @@ public struct WorkflowActionTester<WorkflowType: Workflow> {
     @discardableResult
     public func assert(state expected: WorkflowType.State, file: StaticString = #filePath, line: UInt = #line) throws -> Self
     where WorkflowType.State: Equatable {
-        guard state == expected else { throw failure("expected state \(expected), got \(state)", file, line) }
+        try requireEqual(state, expected, "state", file, line)
         return self
     }
 

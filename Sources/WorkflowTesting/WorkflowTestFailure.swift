@@ -13,3 +13,8 @@ public struct WorkflowTestFailure: Error, CustomStringConvertible, Sendable {
 func failure(_ message: String, _ file: StaticString, _ line: UInt) -> WorkflowTestFailure {
     WorkflowTestFailure(message: message, file: "\(file)", line: Int(line))
 }
+
+/// Throws a failure naming `what` unless `actual` equals `expected`.
+func requireEqual<T: Equatable>(_ actual: T, _ expected: T, _ what: String, _ file: StaticString, _ line: UInt) throws {
+    guard actual == expected else { throw failure("expected \(what) \(expected), got \(actual)", file, line) }
+}

@@ -100,18 +100,21 @@ struct ReplayTests {
         host.stop()
     }
 
+    /// Starts instance "r" of Reminder due 60 s after now, then stops its host (the process is "down").
+    func startReminderDueIn60Seconds(_ dir: TemporaryDirectory, clock: ManualClock) throws -> (WallTime, DurableConfiguration) {
+        let configuration = DurableConfiguration(actions: ActionRegistry(Reminder.Action.self), host: .init(clock: clock))
+        let store = try WorkflowStore.open(path: dir.path)
+        let host = try store.start(Reminder(), id: "r", configuration: configuration)
+        host.rendering.sink.send(.start(delaySeconds: 60))
+        host.stop()
+        return (clock.now(), configuration)
+    }
+
     @Test("a timer due while the process was down fires exactly once after resume, as a logged timer action")
     func timerDueWhileDown() async throws {
         let dir = TemporaryDirectory("timer-down")
         let clock = ManualClock()
-        let start = clock.now()
-        let configuration = DurableConfiguration(actions: ActionRegistry(Reminder.Action.self), host: .init(clock: clock))
-        do {
-            let store = try WorkflowStore.open(path: dir.path)
-            let host = try store.start(Reminder(), id: "r", configuration: configuration)
-            host.rendering.sink.send(.start(delaySeconds: 60))
-            host.stop()
-        }
+        let (start, configuration) = try startReminderDueIn60Seconds(dir, clock: clock)
         clock.advance(to: start + .seconds(120))
         let store = try WorkflowStore.open(path: dir.path)
         let host = try store.resume(id: "r", as: Reminder.self, configuration: configuration)
@@ -127,14 +130,7 @@ struct ReplayTests {
     func timerFiresAtOriginalDeadline() async throws {
         let dir = TemporaryDirectory("timer-later")
         let clock = ManualClock()
-        let start = clock.now()
-        let configuration = DurableConfiguration(actions: ActionRegistry(Reminder.Action.self), host: .init(clock: clock))
-        do {
-            let store = try WorkflowStore.open(path: dir.path)
-            let host = try store.start(Reminder(), id: "r", configuration: configuration)
-            host.rendering.sink.send(.start(delaySeconds: 60))
-            host.stop()
-        }
+        let (start, configuration) = try startReminderDueIn60Seconds(dir, clock: clock)
         clock.advance(to: start + .seconds(30))
         let store = try WorkflowStore.open(path: dir.path)
         let host = try store.resume(id: "r", as: Reminder.self, configuration: configuration)
