@@ -99,15 +99,19 @@ final class EffectRunner<Event: Sendable>: Sendable {
 
     func trigger(_ effect: @escaping @Sendable () async -> Event?) {
         current.withLock { current in
-            if let running = current.task {
+            let previous = current.task
+            if let previous {
                 switch overlap {
                 case .firstWins: return
-                case .latestWins: running.cancel()
+                case .latestWins: previous.cancel()
                 }
             }
             current.generation += 1
             let generation = current.generation, send = self.send
             current.task = Task { [weak self] in
+                // Latest wins: the cancelled effect winds down before the new one starts, so
+                // effects never overlap and run in the order of their triggers.
+                await previous?.value
                 let event = await effect()
                 if let event, !Task.isCancelled { send(event) }
                 self?.finished(generation)
