@@ -25,10 +25,11 @@ do {
         // Writes made through the handler's transaction commit with the delivery mark: exactly once.
         // Printing is outside that transaction: a kill between the print and the commit prints
         // that version again after the restart (at least once).
+        // Said before attaching: deliveries start on another thread as soon as a handler is attached.
+        say("waiting for \(signal)")
         center.attach(consumer, handler: .transactional { delivery, _ in
             say("version \(delivery.version): \(try delivery.decode(String.self))\(delivery.terminatesConsumersAfterDelivery ? " (final)" : "")")
         })
-        say("waiting for \(signal)")
         while try center.consumers(of: signal).contains(where: { $0.id == consumer }) { usleep(5000) }
         say("done: the consumer was removed after the final version")
     case "post":

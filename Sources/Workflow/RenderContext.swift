@@ -7,17 +7,28 @@ public final class RenderContext<WorkflowType: Workflow> {
     // The backend is the node (or a tester); the context is invalidated before its backend can
     // go away, and every use checks validity first, so the unowned reference is never dangling.
     private unowned(unsafe) let backend: any RenderContextBackend<WorkflowType>
+    /// The runtime's node when it is the backend: called without reference counting, which was
+    /// a third of a render pass (the node outlives its context's valid passes, as above).
+    private let node: Unmanaged<WorkflowNode<WorkflowType>>?
     private let programmerErrors: ProgrammerErrorPolicy
-    package var isValid = false
+    @exclusivity(unchecked) package var isValid = false
 
     package init(backend: any RenderContextBackend<WorkflowType>, programmerErrors: ProgrammerErrorPolicy) {
         self.backend = backend
+        self.node = nil
+        self.programmerErrors = programmerErrors
+    }
+
+    init(node: WorkflowNode<WorkflowType>, programmerErrors: ProgrammerErrorPolicy) {
+        self.backend = node
+        self.node = Unmanaged.passUnretained(node)
         self.programmerErrors = programmerErrors
     }
 
     /// Whether the context may be used; reports the misuse when not.
+    @inline(__always)
     private func checkValid(_ use: @autoclosure () -> String) -> Bool {
-        if !isValid {
+        if _slowPath(!isValid) {
             programmerErrors.raise(
                 "A RenderContext of \(NodePath.typeName(WorkflowType.self)) was used outside its render pass (\(use()))")
         }
@@ -28,6 +39,7 @@ public final class RenderContext<WorkflowType: Workflow> {
     public func makeSink<Action: WorkflowAction>(of actionType: Action.Type) -> Sink<Action>
     where Action.WorkflowType == WorkflowType {
         guard checkValid("makeSink(of: \(Action.self))") else { return .recording { _ in } }
+        if let node { return node._withUnsafeGuaranteedRef { $0.makeSink(of: actionType) } }
         return backend.makeSink(of: actionType)
     }
 
@@ -37,13 +49,15 @@ public final class RenderContext<WorkflowType: Workflow> {
         _ child: Child, key: String = "", outputMap: @escaping (Child.Output) -> Action
     ) -> Child.Rendering where Action.WorkflowType == WorkflowType {
         guard checkValid("render(\(Child.self))") else { fatalError("cannot render \(Child.self) outside a render pass") }
+        if let node { return node._withUnsafeGuaranteedRef { $0.render(child, key: key, outputMap: outputMap) } }
         return backend.render(child, key: key, outputMap: outputMap)
     }
 
     /// Renders a child that has no output.
     public func render<Child: Workflow>(_ child: Child, key: String = "") -> Child.Rendering where Child.Output == Never {
         guard checkValid("render(\(Child.self))") else { fatalError("cannot render \(Child.self) outside a render pass") }
-        return backend.render(child, key: key, outputMap: { (never: Never) -> AnyWorkflowAction<WorkflowType> in })
+        if let node { return node._withUnsafeGuaranteedRef { $0.render(child, key: key) } }
+        return backend.render(child, key: key)
     }
 
     /// Runs `worker` while render passes declare it; each output becomes the action `outputMap` makes.
@@ -110,8 +124,16 @@ package protocol RenderContextBackend<WorkflowType>: AnyObject {
     ) where Action.WorkflowType == WorkflowType
     func runTimer<Action: WorkflowAction>(key: String, deadline: WallTime, action: @escaping () -> Action)
     where Action.WorkflowType == WorkflowType
+    func render<Child: Workflow>(_ child: Child, key: String) -> Child.Rendering where Child.Output == Never
     func runSideEffect(key: AnyHashable, action: @escaping (Lifetime) -> Void)
     func dependency(_ type: ObjectIdentifier) -> (any Sendable)?
+}
+
+extension RenderContextBackend {
+    /// Renders a child without output through the general path.
+    package func render<Child: Workflow>(_ child: Child, key: String) -> Child.Rendering where Child.Output == Never {
+        render(child, key: key, outputMap: { (never: Never) -> AnyWorkflowAction<WorkflowType> in })
+    }
 }
 
 extension Workflow {

@@ -27,7 +27,7 @@ public struct Sink<Action: WorkflowAction>: Sendable {
     public func send(_ action: Action) {
         switch target {
         case .node(let queue, let node):
-            queue.enqueue(.work(SinkDelivery(nodeID: node, action: action), completion: nil))
+            queue.enqueue(.send(node, action, completion: nil))
         case .recorder(let record):
             record(action)
         }
@@ -40,7 +40,7 @@ public struct Sink<Action: WorkflowAction>: Sendable {
         switch target {
         case .node(let queue, let node):
             return await withCheckedContinuation { continuation in
-                queue.enqueue(.work(SinkDelivery(nodeID: node, action: action), completion: continuation))
+                queue.enqueue(.send(node, action, completion: continuation))
             }
         case .recorder(let record):
             record(action)
@@ -52,20 +52,4 @@ public struct Sink<Action: WorkflowAction>: Sendable {
     public func callback<Value>(_ make: @escaping @Sendable (Value) -> Action) -> @Sendable (Value) -> Void {
         { value in self.send(make(value)) }
     }
-}
-
-/// An action sent through a sink, waiting in the host's queue.
-struct SinkDelivery<Action: WorkflowAction>: QueuedWork {
-    let nodeID: NodeID
-    let action: Action
-
-    func apply(to node: any AnyWorkflowNode) -> WorkOutcome {
-        // A sink addresses the node that declared it: its id names a WorkflowNode<Action.WorkflowType>.
-        let node = unsafeDowncast(node as AnyObject, to: WorkflowNode<Action.WorkflowType>.self)
-        guard node.declaresSink(of: Action.self) else { return .discarded(.actionTypeNotDeclared) }
-        node.apply(action, origin: .sink)
-        return .applied
-    }
-
-    var description: String { "\(Action.self)" }
 }

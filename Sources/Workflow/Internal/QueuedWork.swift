@@ -8,6 +8,9 @@ protocol ActionQueue: AnyObject, Sendable {
 
 /// An entry in the host's first-in-first-out queue.
 enum QueueItem: Sendable {
+    /// An action sent through a sink to the node that declared it; `completion` learns whether
+    /// it was applied.
+    case send(NodeID, any WorkflowAction, completion: CheckedContinuation<Bool, Never>?)
     /// An action for a node; `completion` learns whether it was applied.
     case work(any QueuedWork, completion: CheckedContinuation<Bool, Never>?)
     /// New root props (`update(workflow:)`).
@@ -36,10 +39,6 @@ protocol QueuedWork: Sendable, CustomStringConvertible {
     var origin: ActionOrigin { get }
     /// Applies it to `node` (on the thread running the host), with its cascade.
     func apply(to node: any AnyWorkflowNode) -> WorkOutcome
-}
-
-extension SinkDelivery {
-    var origin: ActionOrigin { .sink }
 }
 
 /// A worker's output, waiting to be turned into an action by the worker's current output map.

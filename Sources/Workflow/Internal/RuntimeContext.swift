@@ -22,6 +22,8 @@ final class RuntimeContext: RuntimeTree {
     @exclusivity(unchecked) var isReplaying = false
     /// States recorded by a snapshot, for the nodes a resume creates.
     @exclusivity(unchecked) var restorer: (any StateRestorer)?
+    /// Whether applied actions are kept in `lastApplied` (a durable host's journal reads them).
+    @exclusivity(unchecked) var recordsActions = false
     /// The originating action just applied, for the journal.
     @exclusivity(unchecked) var lastApplied: (action: any WorkflowAction, path: NodePath, origin: ActionOrigin)?
     /// What the worker output being applied asks the journal to commit with it.

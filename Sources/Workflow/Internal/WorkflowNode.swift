@@ -11,6 +11,8 @@ protocol AnyWorkflowNode: AnyObject {
     /// Ends the node, its children, workers and side effects (effects are queued in the batch).
     func tearDown()
     func deliverWorkerOutput<Value>(recordID: UInt64, value: Value) -> WorkOutcome
+    /// Applies an action sent through one of this node's sinks, with its cascade.
+    func applySent(_ action: any WorkflowAction) -> WorkOutcome
 }
 
 /// The runtime's node for one workflow: its props, its state, and what its last render declared.
@@ -32,11 +34,16 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
     /// workflow has no output.
     @exclusivity(unchecked) var outputHandler: ((W.Output) -> Void)?
 
-    private var context: RenderContext<W>!
+    @exclusivity(unchecked) private var context: RenderContext<W>!
+    /// The context, reached without reference counting on the render path (`context` owns it).
+    @exclusivity(unchecked) private var contextRef: Unmanaged<RenderContext<W>>!
+    /// The action types a render pass has declared sinks for, each with the number of the last
+    /// pass that declared it: a type is declared now when that is the latest pass. Kept across
+    /// passes so that a pass declaring the same sinks as the last one changes no array.
     @exclusivity(unchecked) private var sinkTypes: [ObjectIdentifier] = []
-    @exclusivity(unchecked) private var nextSinkTypes: [ObjectIdentifier] = []
-    @exclusivity(unchecked) private var children: [ChildKey: any AnyWorkflowNode] = [:]
-    @exclusivity(unchecked) private var nextChildren: [ChildKey: any AnyWorkflowNode] = [:]
+    @exclusivity(unchecked) private var sinkPasses: [UInt64] = []
+    @exclusivity(unchecked) private var renderPasses: UInt64 = 0
+    @exclusivity(unchecked) private var children = ChildList()
     @exclusivity(unchecked) private var workers: [WorkerKey: any WorkerRecordProtocol] = [:]
     @exclusivity(unchecked) private var nextWorkers: [WorkerKey: any WorkerRecordProtocol] = [:]
     @exclusivity(unchecked) private var workersByID: [UInt64: any WorkerRecordProtocol] = [:]
@@ -49,7 +56,8 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
         self.workflow = workflow
         self.state = runtime.restorer?.restoredState(at: path, as: W.State.self) ?? workflow.makeInitialState()
         self.runtime = runtime
-        self.context = RenderContext(backend: self, programmerErrors: runtime.programmerErrors)
+        self.context = RenderContext(node: self, programmerErrors: runtime.programmerErrors)
+        self.contextRef = Unmanaged.passUnretained(context)
         runtime.register(self)
     }
 
@@ -64,13 +72,31 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
 
     /// Applies `action` and runs the output cascade up the tree; `origin` is `nil` inside a cascade.
     func apply<Action: WorkflowAction>(_ action: Action, origin: ActionOrigin?) where Action.WorkflowType == W {
-        let completions = runtime.observers.isEmpty ? [] : runtime.observers.compactMap {
+        if let origin, runtime.recordsActions { runtime.lastApplied = (action, info.path, origin) }
+        guard runtime.observers.isEmpty else { return applyObserved(action, origin: origin) }
+        let output = action.apply(toState: &state, context: ApplyContext(props: workflow, now: runtime.currentTime))
+        if let output { outputHandler?(output) }
+    }
+
+    private func applyObserved<Action: WorkflowAction>(_ action: Action, origin: ActionOrigin?) where Action.WorkflowType == W {
+        let completions = runtime.observers.compactMap {
             $0.actionWillApply(ActionEvent(node: info, action: action, origin: origin, stateBefore: state))
         }
-        if let origin { runtime.lastApplied = (action, info.path, origin) }
         let output = action.apply(toState: &state, context: ApplyContext(props: workflow, now: runtime.currentTime))
         for completion in completions { completion(state, output) }
         if let output { outputHandler?(output) }
+    }
+
+    func applySent(_ action: any WorkflowAction) -> WorkOutcome {
+        applySent(opened: action)
+    }
+
+    private func applySent<Action: WorkflowAction>(opened action: Action) -> WorkOutcome {
+        // A sink addresses the node that declared it: this node is a WorkflowNode<Action.WorkflowType>.
+        let node = unsafeDowncast(self, to: WorkflowNode<Action.WorkflowType>.self)
+        guard node.declaresSink(of: Action.self) else { return .discarded(.actionTypeNotDeclared) }
+        node.apply(action, origin: .sink)
+        return .applied
     }
 
     var anyState: Any { state }
@@ -82,7 +108,8 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
     }
 
     func declaresSink<Action>(of type: Action.Type) -> Bool {
-        sinkTypes.contains(ObjectIdentifier(type))
+        guard let index = sinkTypes.firstIndex(of: ObjectIdentifier(type)) else { return false }
+        return sinkPasses[index] == renderPasses
     }
 
     func deliverWorkerOutput<Value>(recordID: UInt64, value: Value) -> WorkOutcome {
@@ -95,18 +122,15 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
     func render() -> W.Rendering {
         let outerNode = runtime.renderingNode
         runtime.renderingNode = id
-        context.isValid = true
-        let rendering = workflow.render(state: state, context: context)
-        context.isValid = false
+        renderPasses += 1
+        let rendering = contextRef._withUnsafeGuaranteedRef { context in
+            context.isValid = true
+            defer { context.isValid = false }
+            return workflow.render(state: state, context: context)
+        }
         runtime.renderingNode = outerNode
 
-        swap(&sinkTypes, &nextSinkTypes)
-        nextSinkTypes.removeAll(keepingCapacity: true)
-        if !children.isEmpty || !nextChildren.isEmpty {
-            for leftover in children.values { leftover.tearDown() }
-            swap(&children, &nextChildren)
-            nextChildren.removeAll(keepingCapacity: true)
-        }
+        if !children.isEmpty { children.finishPass { $0.tearDown() } }
         if !workers.isEmpty || !nextWorkers.isEmpty {
             for leftover in workers.values { end(leftover) }
             swap(&workers, &nextWorkers)
@@ -122,13 +146,13 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
 
     func tearDown() {
         context.isValid = false
-        for child in children.values { child.tearDown() }
-        children.removeAll()
+        children.removeAll { $0.tearDown() }
         for worker in workers.values { end(worker) }
         workers.removeAll()
         runtime.effects.lifetimesToEnd.append(contentsOf: sideEffects.values)
         sideEffects.removeAll()
         sinkTypes.removeAll()
+        sinkPasses.removeAll()
         runtime.unregister(self)
     }
 
@@ -142,33 +166,52 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
 
     func makeSink<Action: WorkflowAction>(of actionType: Action.Type) -> Sink<Action> where Action.WorkflowType == W {
         let type = ObjectIdentifier(actionType)
-        if !nextSinkTypes.contains(type) { nextSinkTypes.append(type) }
+        if let index = sinkTypes.firstIndex(of: type) {
+            sinkPasses[index] = renderPasses
+        } else {
+            sinkTypes.append(type)
+            sinkPasses.append(renderPasses)
+        }
         return Sink(target: .node(runtime.queue, id))
     }
 
     func render<Child: Workflow, Action: WorkflowAction>(
         _ child: Child, key: String, outputMap: @escaping (Child.Output) -> Action
     ) -> Child.Rendering where Action.WorkflowType == W {
+        childNode(child, key: key)._withUnsafeGuaranteedRef { node in
+            if Child.Output.self != Never.self {
+                node.outputHandler = { [unowned(unsafe) self] output in self.apply(outputMap(output), origin: nil) }
+            }
+            return node.render()
+        }
+    }
+
+    func render<Child: Workflow>(_ child: Child, key: String) -> Child.Rendering where Child.Output == Never {
+        childNode(child, key: key)._withUnsafeGuaranteedRef { $0.render() }
+    }
+
+    /// The node for a child declared in this pass, with its props updated (or a new node); the
+    /// child list holds it.
+    private func childNode<Child: Workflow>(_ child: Child, key: String) -> Unmanaged<WorkflowNode<Child>> {
         let childKey = ChildKey(type: ObjectIdentifier(Child.self), key: key)
         // The key holds the child's workflow type, so a node found under it is a WorkflowNode<Child>.
-        let node: WorkflowNode<Child>
-        if let existing = children.removeValue(forKey: childKey) {
-            node = unsafeDowncast(existing as AnyObject, to: WorkflowNode<Child>.self)
-            node.update(workflow: child)
-        } else if let rendered = nextChildren[childKey] {
+        switch children.match(childKey) {
+        case .kept(let existing):
+            let node = unsafeBitCast(existing, to: Unmanaged<WorkflowNode<Child>>.self)
+            node._withUnsafeGuaranteedRef { $0.update(workflow: child) }
+            return node
+        case .duplicate(let rendered):
             runtime.programmerErrors.raise(
                 "\(info.workflowType) rendered the child \(NodePath.typeName(Child.self)) with key \"\(key)\" twice in one render pass; give each a distinct key")
-            node = unsafeDowncast(rendered as AnyObject, to: WorkflowNode<Child>.self)
-            node.update(workflow: child)
-        } else {
-            node = WorkflowNode<Child>(
+            let node = unsafeBitCast(rendered, to: Unmanaged<WorkflowNode<Child>>.self)
+            node._withUnsafeGuaranteedRef { $0.update(workflow: child) }
+            return node
+        case .new:
+            let node = WorkflowNode<Child>(
                 workflow: child, path: info.path.appending(workflowType: NodePath.typeName(Child.self), key: key), runtime: runtime)
+            children.add(childKey, node: node)
+            return Unmanaged.passUnretained(node)
         }
-        if Child.Output.self != Never.self {
-            node.outputHandler = { [unowned(unsafe) self] output in self.apply(outputMap(output), origin: nil) }
-        }
-        nextChildren[childKey] = node
-        return node.render()
     }
 
     func run<Wk: Worker, Action: WorkflowAction>(

@@ -23,15 +23,6 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     // (`draining`), and its lock/unlock orders each drainer's writes before the next one's reads.
     // `failure` has its own lock; the rest is immutable or thread-safe.
 
-    private struct Inbox {
-        var queue = FIFO<QueueItem>()
-        var draining = false
-    }
-
-    private enum Phase: UInt8 {
-        case idle, applying, rendering, releasing
-    }
-
     private let inbox = Mutex(Inbox())
     private let drainerThread = Atomic<UInt>(0)
     private let phase = Atomic<UInt8>(Phase.idle.rawValue)
@@ -45,8 +36,8 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     // Drainer-only state (see above); exclusivity is not checked dynamically on it.
     @exclusivity(unchecked) private var context: RuntimeContext!
     @exclusivity(unchecked) private var root: WorkflowNode<Root>!
-    @exclusivity(unchecked) private var pendingRenderings: [Root.Rendering] = []
-    @exclusivity(unchecked) private var pendingOutputs: [Root.Output] = []
+    private let pendingRenderings = ValueBuffer<Root.Rendering>()
+    private let pendingOutputs = ValueBuffer<Root.Output>()
     @exclusivity(unchecked) private var pendingCompletions: [CheckedContinuation<Bool, Never>] = []
     @exclusivity(unchecked) private var pendingFlushes: [CheckedContinuation<Void, Never>] = []
     @exclusivity(unchecked) private var uncommitted = false
@@ -69,6 +60,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         context.dependencies = dependencies
         context.restorer = restorer
         context.instanceID = journal?.instanceID
+        context.recordsActions = journal != nil
         context.currentSequence = initialSequence ?? journal?.currentSequence ?? 0
         // The first render pass runs here, with this thread as the drainer.
         inbox.withLock { $0.draining = true }
@@ -156,6 +148,15 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     private func process(_ item: QueueItem) {
         commitDeferred = false
         switch item {
+        case .send(let nodeID, let action, let completion):
+            let outcome = applySent(action, to: nodeID)
+            if let completion {
+                if outcome == .applied && uncommitted {
+                    pendingCompletions.append(completion)
+                } else {
+                    completion.resume(returning: outcome == .applied)
+                }
+            }
         case .work(let work, let completion):
             let outcome = applyWork(work)
             if let completion {
@@ -204,6 +205,27 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         }
     }
 
+    /// Applies an action sent through a sink to its node, with its render pass.
+    private func applySent(_ action: any WorkflowAction, to nodeID: NodeID) -> WorkOutcome {
+        guard !stopped else {
+            context.discarded("\(type(of: action))", node: nil, reason: .hostStopped, origin: .sink)
+            return .discarded(.hostStopped)
+        }
+        guard let node = context.nodes[nodeID] else {
+            context.discarded("\(type(of: action))", node: nil, reason: .nodeEnded, origin: .sink)
+            return .discarded(.nodeEnded)
+        }
+        setPhase(.applying)
+        context.currentTime = context.clock.now()
+        let outcome = node.applySent(action)
+        if case .discarded(let reason) = outcome {
+            setPhase(.idle)
+            context.discarded("\(type(of: action))", node: node.info, reason: reason, origin: .sink)
+            return outcome
+        }
+        return recordAndRender(outcome)
+    }
+
     private func applyWork(_ work: any QueuedWork) -> WorkOutcome {
         guard !stopped else {
             context.discarded(work.description, node: nil, reason: .hostStopped, origin: work.origin)
@@ -221,6 +243,11 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             context.discarded(work.description, node: node.info, reason: reason, origin: work.origin)
             return outcome
         }
+        return recordAndRender(outcome)
+    }
+
+    /// Logs the action just applied (durable hosts), then renders and releases.
+    private func recordAndRender(_ outcome: WorkOutcome) -> WorkOutcome {
         let attachment = context.pendingAttachment
         context.pendingAttachment = nil
         if let journal, let applied = context.lastApplied {
@@ -249,7 +276,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             let duration = ContinuousClock.now - start
             for completion in finish { completion(duration) }
         }
-        if context.isReplaying { pendingRenderings.removeAll(keepingCapacity: true) }
+        if context.isReplaying { pendingRenderings.removeAll() }
         pendingRenderings.append(rendering)
         setPhase(.idle)
     }
@@ -293,14 +320,14 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     private func releasePending() {
         setPhase(.releasing)
         context.effects.release(queue: self, observers: context.observers)
-        for rendering in pendingRenderings {
+        pendingRenderings.drain { rendering in
             publisher.publish(rendering)
-            for callback in callbacks.values { callback(rendering) }
+            if !callbacks.isEmpty {
+                for callback in callbacks.values { callback(rendering) }
+            }
         }
-        pendingRenderings.removeAll(keepingCapacity: true)
         if !pendingOutputs.isEmpty {
-            for output in pendingOutputs { outputContinuation.yield(output) }
-            pendingOutputs.removeAll(keepingCapacity: true)
+            pendingOutputs.drain { outputContinuation.yield($0) }
         }
         if !pendingCompletions.isEmpty {
             for completion in pendingCompletions { completion.resume(returning: true) }
@@ -350,6 +377,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
 
     private func describe(_ item: QueueItem) -> String {
         switch item {
+        case .send(_, let action, _): return "An action (\(type(of: action)))"
         case .work(let work, _): return "An action (\(work.description))"
         case .updateRoot: return "A props update"
         default: return "A request"
@@ -389,6 +417,19 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     }
 }
 
+// Outside the generic runtime so that the unspecialised runtime needs no metadata lookup for them.
+
+/// The runtime's queue and whether a thread is draining it.
+private struct Inbox {
+    var queue = FIFO<QueueItem>()
+    var draining = false
+}
+
+/// What the drainer is doing, for the "sent during render" check.
+private enum Phase: UInt8 {
+    case idle, applying, rendering, releasing
+}
+
 /// An id for the calling OS thread.
 @inline(__always)
 func currentThread() -> UInt {
@@ -397,62 +438,4 @@ func currentThread() -> UInt {
     #else
     return UInt(bitPattern: pthread_self())
     #endif
-}
-
-/// The latest rendering, and the async streams that follow it.
-final class RenderingPublisher<Rendering: Sendable>: Sendable {
-    private struct State {
-        var current: Rendering?
-        var streams: [UInt64: AsyncStream<Rendering>.Continuation] = [:]
-        var nextID: UInt64 = 0
-        var finished = false
-    }
-
-    private let state = Mutex(State())
-
-    /// The latest rendering (set by the first release, before anyone can ask).
-    var current: Rendering { state.withLock { $0.current! } }
-
-    func publish(_ rendering: Rendering) {
-        // Yields happen under the lock so that each stream sees renderings in publication order,
-        // and a new stream's first element is exactly the rendering current when it subscribed.
-        state.withLock { state in
-            state.current = rendering
-            for continuation in state.streams.values { continuation.yield(rendering) }
-        }
-    }
-
-    /// A stream that yields the current rendering at once, then one per render pass.
-    func stream() -> AsyncStream<Rendering> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Rendering.self)
-        let id = state.withLock { state -> UInt64? in
-            if let current = state.current { continuation.yield(current) }
-            if state.finished { return nil }
-            state.nextID += 1
-            state.streams[state.nextID] = continuation
-            return state.nextID
-        }
-        guard let id else {
-            continuation.finish()
-            return stream
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.streams.removeValue(forKey: id) }
-        }
-        return stream
-    }
-
-    func finish() {
-        let streams = state.withLock { state in
-            state.finished = true
-            defer { state.streams.removeAll() }
-            return Array(state.streams.values)
-        }
-        for continuation in streams { continuation.finish() }
-    }
-
-    /// Drops the last rendering (it may hold sinks that reference the runtime).
-    func clear() {
-        state.withLock { $0.current = nil }
-    }
 }

@@ -1,0 +1,87 @@
+import Synchronization
+
+/// The latest rendering, and the async streams that follow it.
+///
+/// Publishing is on every action's path, so it avoids the Swift runtime's metadata lookups that
+/// `Optional<Rendering>` or a generic locked struct would cost: the rendering lives in a slot
+/// reached through a pointer, and the stream table is touched only when streams exist.
+final class RenderingPublisher<Rendering: Sendable>: @unchecked Sendable {
+    // @unchecked Sendable: `slot`, `hasCurrent`, `streams`, `nextID` and `finished` are read and
+    // written only while `lock` is held; the lock's value counts the open streams.
+    private let lock = Mutex<Int>(0)
+    private let slot = UnsafeMutablePointer<Rendering>.allocate(capacity: 1)
+    private var hasCurrent = false
+    private var streams: [UInt64: AsyncStream<Rendering>.Continuation] = [:]
+    private var nextID: UInt64 = 0
+    private var finished = false
+
+    deinit {
+        if hasCurrent { slot.deinitialize(count: 1) }
+        slot.deallocate()
+    }
+
+    /// The latest rendering (set by the first release, before anyone can ask).
+    var current: Rendering {
+        lock.withLock { _ in
+            precondition(hasCurrent, "the host's rendering was read after it was cleared")
+            return slot.pointee
+        }
+    }
+
+    func publish(_ rendering: Rendering) {
+        // Yields happen under the lock so that each stream sees renderings in publication order,
+        // and a new stream's first element is exactly the rendering current when it subscribed.
+        lock.withLock { streamCount in
+            if hasCurrent {
+                slot.pointee = rendering
+            } else {
+                slot.initialize(to: rendering)
+                hasCurrent = true
+            }
+            if streamCount > 0 {
+                for continuation in streams.values { continuation.yield(rendering) }
+            }
+        }
+    }
+
+    /// A stream that yields the current rendering at once, then one per render pass.
+    func stream() -> AsyncStream<Rendering> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Rendering.self)
+        let id = lock.withLock { streamCount -> UInt64? in
+            if hasCurrent { continuation.yield(slot.pointee) }
+            if finished { return nil }
+            nextID += 1
+            streams[nextID] = continuation
+            streamCount += 1
+            return nextID
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.lock.withLock { streamCount in
+                if self?.streams.removeValue(forKey: id) != nil { streamCount -= 1 }
+            }
+        }
+        return stream
+    }
+
+    func finish() {
+        let ended = lock.withLock { streamCount in
+            finished = true
+            streamCount = 0
+            defer { streams.removeAll() }
+            return Array(streams.values)
+        }
+        for continuation in ended { continuation.finish() }
+    }
+
+    /// Drops the last rendering (it may hold sinks that reference the runtime).
+    func clear() {
+        lock.withLock { _ in
+            if hasCurrent { slot.deinitialize(count: 1) }
+            hasCurrent = false
+        }
+    }
+}
