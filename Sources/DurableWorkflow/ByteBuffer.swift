@@ -46,6 +46,21 @@ struct ByteReader {
     }
 
     mutating func readString() throws(Truncated) -> String {
-        String(decoding: try readBlock(), as: UTF8.self)
+        let count = Int(try read(UInt32.self))
+        guard remaining >= count else { throw Truncated() }
+        defer { offset += count }
+        return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count]), as: UTF8.self)
+    }
+
+    /// Moves past a length-prefixed block without copying it.
+    mutating func skipBlock() throws(Truncated) {
+        let count = Int(try read(UInt32.self))
+        guard remaining >= count else { throw Truncated() }
+        offset += count
+    }
+
+    /// The bytes from `start` to the current offset.
+    func bytes(from start: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: bytes[start..<offset])
     }
 }

@@ -34,8 +34,14 @@ public struct DurableConfiguration: Sendable {
     public var mode: Mode
     /// The action types this host's log can hold.
     public var actions: ActionRegistry
-    /// How payloads and states become bytes (default JSON with sorted keys).
-    public var codec: any PayloadCodec
+    /// How payloads and states become bytes. By default a new instance uses
+    /// ``BinaryPayloadCodec`` and an existing one the codec it was started with; a codec set
+    /// here must be the one the instance was started with (else ``DurableError/Kind/codecMismatch``).
+    public var codec: any PayloadCodec {
+        didSet { codecIsChosen = true }
+    }
+    /// Whether `codec` was chosen by the user (else an instance's own codec is used).
+    private(set) var codecIsChosen: Bool
     /// Take a snapshot after every `n` entries (`nil`: never automatically).
     public var snapshotEvery: Int?
     /// Digests of the state recorded with entries (default: every entry).
@@ -47,14 +53,31 @@ public struct DurableConfiguration: Sendable {
 
     /// A configuration; every parameter has a documented default.
     public init(
-        mode: Mode = .strict, actions: ActionRegistry = ActionRegistry(), codec: any PayloadCodec = JSONPayloadCodec(),
+        mode: Mode = .strict, actions: ActionRegistry = ActionRegistry(), codec: (any PayloadCodec)? = nil,
         snapshotEvery: Int? = 1000, digests: Digests = .every(1), host: HostConfiguration = HostConfiguration()
     ) {
         self.mode = mode
         self.actions = actions
-        self.codec = codec
+        self.codec = codec ?? BinaryPayloadCodec()
+        self.codecIsChosen = codec != nil
         self.snapshotEvery = snapshotEvery
         self.digests = digests
         self.host = host
+    }
+}
+
+extension DurableConfiguration {
+    /// This configuration with the codec `record`'s instance was written with.
+    func resolvingCodec(for record: InstanceRecord, store: String, instance: String) throws -> DurableConfiguration {
+        if codec.name == record.codec { return self }
+        if !codecIsChosen, let builtIn = BuiltInCodecs.codec(named: record.codec) {
+            var copy = self
+            copy.codec = builtIn
+            copy.codecIsChosen = false
+            return copy
+        }
+        throw DurableError(.codecMismatch, store: store, instance: instance,
+                           detail: "the instance was written with the codec \"\(record.codec)\", the configuration has \"\(codec.name)\"",
+                           recovery: codecIsChosen ? "Configure the codec named \"\(record.codec)\"" : "Configure the codec named \"\(record.codec)\" in DurableConfiguration.codec")
     }
 }

@@ -31,6 +31,8 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
         case sequenceOutOfRange
         /// Another live host (in this or another process) is running the instance.
         case instanceInUse
+        /// The configuration's codec is not the one the instance was written with.
+        case codecMismatch
         /// The underlying store failed (see `storageError`).
         case storage
     }

@@ -41,6 +41,8 @@ struct InstanceRecord {
     var lastSequence: UInt64
     var lastSnapshot: UInt64
     var owner = InstanceOwner.none
+    /// The name of the codec its payloads and states are written with.
+    var codec = JSONPayloadCodec.codecName
 
     /// Where the mutable part lives in the log: after every sequence of the instance.
     var stateKey: LogKey { LogKey(instance: key, sequence: .max) }
@@ -52,10 +54,11 @@ struct InstanceRecord {
 
     func encodedStatic() -> [UInt8] {
         var writer = ByteWriter()
-        writer.write(UInt8(1))
+        writer.write(UInt8(2))
         writer.write(key)
         writer.write(created.nanosecondsSinceEpoch)
         writer.write(workflowType)
+        writer.write(codec)
         return writer.bytes
     }
 
@@ -72,16 +75,19 @@ struct InstanceRecord {
         return writer.bytes
     }
 
-    /// The static part; the mutable fields are zero until ``withState(_:)`` fills them.
+    /// The static part; the mutable fields are zero until ``withState(_:)`` fills them. Version 1
+    /// (before codecs were recorded) was always written with JSON.
     static func decodeStatic(_ bytes: UnsafeRawBufferPointer) -> InstanceRecord? {
         var reader = ByteReader(bytes)
         do {
-            guard try reader.read(UInt8.self) == 1 else { return nil }
+            let version = try reader.read(UInt8.self)
+            guard version == 1 || version == 2 else { return nil }
             let key = try reader.read(UInt64.self)
             let created = WallTime(nanosecondsSinceEpoch: try reader.read(Int64.self))
             let type = try reader.readString()
+            let codec = version >= 2 ? try reader.readString() : JSONPayloadCodec.codecName
             return InstanceRecord(key: key, workflowType: type, status: .running, created: created, updated: created,
-                                  lastSequence: 0, lastSnapshot: 0)
+                                  lastSequence: 0, lastSnapshot: 0, codec: codec)
         } catch {
             return nil
         }

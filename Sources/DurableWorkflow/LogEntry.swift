@@ -1,3 +1,4 @@
+import Foundation
 import Workflow
 
 /// One entry of an instance's log (rule D1): what was applied, to which node, when, from where,
@@ -69,8 +70,46 @@ public struct LogEntry: Sendable, Hashable {
         return writer.bytes
     }
 
+    /// What consecutive entries usually share: the node path and the action tag. Decoding with a
+    /// cache reuses the previous entry's values when their bytes repeat, so replaying a long log
+    /// for one node allocates no strings for them.
+    struct DecodingCache {
+        var pathBytes: [UInt8] = []
+        var path = NodePath(segments: [])
+        var tagBytes: [UInt8] = []
+        var tag = ""
+
+        mutating func path(_ bytes: UnsafeRawBufferPointer, decode: () throws(ByteReader.Truncated) -> NodePath) throws(ByteReader.Truncated) -> NodePath {
+            if !Self.same(bytes, pathBytes) {
+                path = try decode()
+                pathBytes = Array(bytes)
+            }
+            return path
+        }
+
+        mutating func tag(_ bytes: UnsafeRawBufferPointer) -> String {
+            if !Self.same(bytes, tagBytes) {
+                tag = String(decoding: bytes, as: UTF8.self)
+                tagBytes = Array(bytes)
+            }
+            return tag
+        }
+
+        private static func same(_ bytes: UnsafeRawBufferPointer, _ known: [UInt8]) -> Bool {
+            guard bytes.count == known.count else { return false }
+            return bytes.isEmpty || known.withUnsafeBytes { memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }
+        }
+    }
+
     /// Decodes the stored bytes of entry `sequence`; `nil` when they are corrupt.
     static func decode(_ bytes: UnsafeRawBufferPointer, sequence: UInt64) -> LogEntry? {
+        var cache = DecodingCache()
+        return decode(bytes, sequence: sequence, cache: &cache)
+    }
+
+    /// Decodes the stored bytes of entry `sequence`, reusing what it shares with the entry decoded
+    /// before with `cache`; `nil` when they are corrupt.
+    static func decode(_ bytes: UnsafeRawBufferPointer, sequence: UInt64, cache: inout DecodingCache) -> LogEntry? {
         guard bytes.count > 8 else { return nil }
         var checksum = FNV1a64()
         checksum.combine(UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 8)]))
@@ -85,19 +124,31 @@ public struct LogEntry: Sendable, Hashable {
             guard originIndex < ActionOrigin.allCases.count else { return nil }
             let time = WallTime(nanosecondsSinceEpoch: try reader.read(Int64.self))
             let digest: UInt64? = hasDigest ? try reader.read(UInt64.self) : nil
+            let pathStart = reader.offset
             let segmentCount = Int(try reader.read(UInt16.self))
-            var segments: [NodePath.Segment] = []
-            segments.reserveCapacity(segmentCount)
             for _ in 0..<segmentCount {
-                segments.append(.init(workflowType: try reader.readString(), key: try reader.readString()))
+                try reader.skipBlock()
+                try reader.skipBlock()
             }
-            let tag = try reader.readString()
+            let path = try cache.path(reader.bytes(from: pathStart)) { () throws(ByteReader.Truncated) -> NodePath in
+                var pathReader = ByteReader(reader.bytes(from: pathStart))
+                _ = try pathReader.read(UInt16.self)
+                var segments: [NodePath.Segment] = []
+                segments.reserveCapacity(segmentCount)
+                for _ in 0..<segmentCount {
+                    segments.append(.init(workflowType: try pathReader.readString(), key: try pathReader.readString()))
+                }
+                return NodePath(segments: segments)
+            }
+            let tagStart = reader.offset + 4
+            try reader.skipBlock()
+            let tag = cache.tag(reader.bytes(from: tagStart))
             let version = Int(try reader.read(UInt32.self))
             let payload = try reader.readBlock()
             guard reader.remaining == 0 else { return nil }
             return LogEntry(
                 sequence: sequence, time: time, origin: ActionOrigin.allCases[originIndex],
-                nodePath: NodePath(segments: segments), actionTag: tag, actionVersion: version,
+                nodePath: path, actionTag: tag, actionVersion: version,
                 payload: payload, digest: digest)
         } catch {
             return nil

@@ -1,23 +1,52 @@
 import Foundation
 
-/// How action payloads, props, and node states are turned into bytes. JSON by default; plug in
-/// a faster one through ``DurableConfiguration/codec``. The encoding must be deterministic for
-/// equal values (digests compare encodings).
+/// How action payloads, props, and node states are turned into bytes: ``BinaryPayloadCodec`` by
+/// default, ``JSONPayloadCodec`` or your own through ``DurableConfiguration/codec``. The encoding
+/// must be deterministic for equal values (digests compare encodings). Each instance records the
+/// ``name`` of the codec it was started with and is always read and written with that codec.
 public protocol PayloadCodec: Sendable {
+    /// A stable name recorded with each instance (default: the type's name).
+    var name: String { get }
     /// Bytes for `value`.
     func encode<T: Encodable>(_ value: T) throws -> [UInt8]
     /// A `T` from `bytes`.
     func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T
 }
 
-/// JSON with sorted keys (deterministic), via Foundation's encoder.
+extension PayloadCodec {
+    public var name: String { String(reflecting: Self.self) }
+}
+
+/// The codecs a store knows by name, for instances whose configuration does not choose one.
+enum BuiltInCodecs {
+    static func codec(named name: String) -> (any PayloadCodec)? {
+        switch name {
+        case JSONPayloadCodec.codecName: return JSONPayloadCodec()
+        case BinaryPayloadCodec.codecName: return BinaryPayloadCodec()
+        default: return nil
+        }
+    }
+
+    /// The codec that wrote `payload`, judged by its first byte (for imported logs).
+    static func name(ofPayload payload: [UInt8]) -> String {
+        payload.first == BinaryPayloadCodec.marker ? BinaryPayloadCodec.codecName : JSONPayloadCodec.codecName
+    }
+}
+
+/// JSON with sorted keys (deterministic), via Foundation's encoder: human-readable payloads at
+/// several times the cost of ``BinaryPayloadCodec``.
 public struct JSONPayloadCodec: PayloadCodec {
+    static let codecName = "json"
+
+    /// `"json"`.
+    public var name: String { Self.codecName }
+
     // One encoder and decoder per codec: their configuration is set once and never changed,
     // and each encode/decode call works on its own state, so sharing them between threads is safe.
     private let encoder: JSONEncoder
     private let decoder = JSONDecoder()
 
-    /// The default codec.
+    /// The codec.
     public init() {
         encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]

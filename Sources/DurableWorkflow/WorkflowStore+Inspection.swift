@@ -6,10 +6,11 @@ public struct StateTree: Sendable {
     public struct Node: Sendable {
         /// Where it is in the tree.
         public let path: NodePath
-        /// Its state, encoded with the store's codec (JSON by default).
+        /// Its state, encoded with the instance's codec.
         public let encodedState: [UInt8]
-        /// The encoded state as text (for JSON codecs).
-        public var stateText: String { String(decoding: encodedState, as: UTF8.self) }
+        /// The encoded state as JSON text (``BinaryPayloadCodec`` and JSON codecs; other codecs'
+        /// bytes read as UTF-8).
+        public var stateText: String { BinaryPayloadCodec.jsonText(encodedState) ?? String(decoding: encodedState, as: UTF8.self) }
     }
 
     /// The instance.
@@ -20,14 +21,16 @@ public struct StateTree: Sendable {
     public let nodes: [Node]
     /// The digest of these states (as recorded in log entries).
     public let digest: UInt64
+    /// The codec the states are encoded with (the instance's).
+    public let codec: any PayloadCodec
 
     /// The root's state decoded as `State`.
-    public func rootState<State: Decodable>(as type: State.Type, codec: any PayloadCodec = JSONPayloadCodec()) throws -> State {
+    public func rootState<State: Decodable>(as type: State.Type) throws -> State {
         try codec.decode(type, from: nodes.min { $0.path.segments.count < $1.path.segments.count }!.encodedState)
     }
 
     /// The state of the node at `path` decoded as `State`, or `nil` when there is no such node.
-    public func state<State: Decodable>(at path: NodePath, as type: State.Type, codec: any PayloadCodec = JSONPayloadCodec()) throws -> State? {
+    public func state<State: Decodable>(at path: NodePath, as type: State.Type) throws -> State? {
         try nodes.first { $0.path == path }.map { try codec.decode(type, from: $0.encodedState) }
     }
 }
@@ -93,6 +96,7 @@ extension WorkflowStore {
         id: String, as type: W.Type, configuration: DurableConfiguration = DurableConfiguration()
     ) throws -> UInt64 where W.Rendering: Sendable, W.Output: Sendable {
         let plan = try replayPlan(id: id, as: type, through: nil, useSnapshot: true, configuration: configuration)
+        let configuration = plan.configuration
         var captured: Result<Snapshot, any Error>?
         try WorkflowHost<W>.inspect(
             workflow: plan.root, configuration: configuration.host, restorer: plan.restorer, initialSequence: plan.baseSequence,
@@ -122,6 +126,7 @@ extension WorkflowStore {
         id: String, as type: W.Type, through: UInt64?, useSnapshot: Bool, configuration: DurableConfiguration
     ) throws -> StateTree where W.Rendering: Sendable, W.Output: Sendable {
         let plan = try replayPlan(id: id, as: type, through: through, useSnapshot: useSnapshot, configuration: configuration)
+        let configuration = plan.configuration
         var nodes: [StateTree.Node] = []
         var digest: UInt64 = 0
         var inspectionError: (any Error)?
@@ -140,6 +145,6 @@ extension WorkflowStore {
                 }
             })
         if let inspectionError { throw inspectionError }
-        return StateTree(instance: id, sequence: plan.target, nodes: nodes, digest: digest)
+        return StateTree(instance: id, sequence: plan.target, nodes: nodes, digest: digest, codec: configuration.codec)
     }
 }

@@ -24,7 +24,7 @@ extension WorkflowStore {
                 try txn.put(withUnsafeBytes(of: (key + 1).bigEndian) { Array($0) }, forKey: "nextInstanceKey", in: layout.meta)
                 let record = InstanceRecord(
                     key: key, workflowType: String(reflecting: W.self), status: .running, created: now, updated: now,
-                    lastSequence: 1, lastSnapshot: 0, owner: .claim())
+                    lastSequence: 1, lastSnapshot: 0, owner: .claim(), codec: configuration.codec.name)
                 try txn.put(entry.encoded(), forKey: LogKey(instance: key, sequence: 1), in: layout.log)
                 try txn.put(record.encodedState(), forKey: record.stateKey, in: layout.log)
                 try txn.put(record.encodedStatic(), forKey: id, in: layout.instances)
@@ -45,6 +45,7 @@ extension WorkflowStore {
         id: String, as type: W.Type, configuration: DurableConfiguration = DurableConfiguration()
     ) throws -> WorkflowHost<W> where W.Rendering: Sendable, W.Output: Sendable {
         let plan = try replayPlan(id: id, as: type, through: nil, useSnapshot: true, configuration: configuration)
+        let configuration = plan.configuration
         let claimed = try claimOwnership(of: id, record: plan.record)
         let journal = InstanceJournal(store: self, instanceID: id, record: claimed, configuration: configuration)
         // A failed replay stops the host, which releases the claim (hostDidStop).
@@ -182,10 +183,11 @@ extension WorkflowStore {
             try environment.read { txn in
                 var entries: [LogEntry] = []
                 var expected = from
+                var cache = LogEntry.DecodingCache()
                 try txn.forEach(in: layout.log, from: LogKey(instance: record.key, sequence: from)) { key, value in
                     let logKey = try LogKey(lmdbBytes: key)
                     guard logKey.instance == record.key, logKey.sequence <= through else { return false }
-                    guard logKey.sequence == expected, let entry = LogEntry.decode(value, sequence: logKey.sequence) else {
+                    guard logKey.sequence == expected, let entry = LogEntry.decode(value, sequence: logKey.sequence, cache: &cache) else {
                         throw corrupt(id, sequence: expected)
                     }
                     entries.append(entry)

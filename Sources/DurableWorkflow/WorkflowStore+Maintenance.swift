@@ -4,8 +4,10 @@ import Workflow
 extension WorkflowStore {
     /// Creates instance `id` with exactly `entries` as its log (sequences 1...n, in order): the
     /// import half of a lossless export/import. Snapshots are not imported (they are derived).
+    /// `codec` names the codec the entries were written with (default: judged from the first
+    /// entry, ``BinaryPayloadCodec`` or ``JSONPayloadCodec``).
     public func importInstance(
-        id: String, workflowType: String, status: InstanceStatus, created: WallTime, entries: [LogEntry]
+        id: String, workflowType: String, status: InstanceStatus, created: WallTime, entries: [LogEntry], codec: String? = nil
     ) throws {
         guard !entries.isEmpty, entries.enumerated().allSatisfy({ $0.element.sequence == UInt64($0.offset + 1) }) else {
             throw DurableError(.corruptEntry, store: path, instance: id, detail: "imported entries must be sequences 1...n in order")
@@ -24,7 +26,8 @@ extension WorkflowStore {
                 }
                 let record = InstanceRecord(
                     key: key, workflowType: workflowType, status: status, created: created, updated: entries.last!.time,
-                    lastSequence: entries.last!.sequence, lastSnapshot: 0)
+                    lastSequence: entries.last!.sequence, lastSnapshot: 0,
+                    codec: codec ?? BuiltInCodecs.name(ofPayload: entries[0].payload))
                 try txn.put(record.encodedState(), forKey: record.stateKey, in: layout.log)
                 try txn.put(record.encodedStatic(), forKey: id, in: layout.instances)
             }
@@ -40,7 +43,8 @@ extension WorkflowStore {
                                detail: "the log holds sequences 1 to \(record.lastSequence)")
         }
         let entries = try readEntries(record: record, id: id, from: 1, through: sequence)
-        try importInstance(id: newID, workflowType: record.workflowType, status: .running, created: .now(), entries: entries)
+        try importInstance(id: newID, workflowType: record.workflowType, status: .running, created: .now(), entries: entries,
+                           codec: record.codec)
     }
 
     /// Writes a compact, consistent copy of the whole store (workflows and signals) into the

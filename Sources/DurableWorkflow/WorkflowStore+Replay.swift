@@ -12,6 +12,8 @@ struct ReplayPlan<W: DurableWorkflow> {
     /// The last sequence to replay.
     let target: UInt64
     let restorer: SnapshotRestorer?
+    /// The caller's configuration with the instance's codec.
+    let configuration: DurableConfiguration
 }
 
 extension WorkflowStore {
@@ -27,6 +29,7 @@ extension WorkflowStore {
                                detail: "the instance runs \(record.workflowType), not \(String(reflecting: W.self))",
                                recovery: "Resume it as \(record.workflowType)")
         }
+        let configuration = try configuration.resolvingCodec(for: record, store: path, instance: id)
         let target = through ?? record.lastSequence
         guard target >= 1, target <= record.lastSequence else {
             throw DurableError(.sequenceOutOfRange, store: path, instance: id, sequence: target,
@@ -49,7 +52,7 @@ extension WorkflowStore {
         }
         return ReplayPlan(
             id: id, record: record, root: root, rootProps: props, baseSequence: snapshot?.sequence ?? 1, target: target,
-            restorer: snapshot.map { SnapshotRestorer(snapshot: $0, codec: configuration.codec) })
+            restorer: snapshot.map { SnapshotRestorer(snapshot: $0, codec: configuration.codec) }, configuration: configuration)
     }
 
     /// The newest readable snapshot of `record` at or before `sequence`; a corrupt one is skipped
@@ -73,10 +76,11 @@ extension WorkflowStore {
         let observers = configuration.observers, started = ContinuousClock.now
         for observer in observers { observer.replayWillStart(instance: plan.id, from: plan.baseSequence, to: plan.target) }
         var next = plan.baseSequence + 1
+        var decoders = DecoderCache()
         while next <= plan.target {
             let last = min(next + Self.replayChunk - 1, plan.target)
             for entry in try readEntries(record: plan.record, id: plan.id, from: next, through: last) {
-                try apply(entry, plan: plan, driver: driver, configuration: configuration)
+                try apply(entry, plan: plan, driver: driver, configuration: configuration, decoders: &decoders)
             }
             for observer in observers { observer.replayProgress(instance: plan.id, sequence: last, target: plan.target) }
             next = last + 1
@@ -87,8 +91,24 @@ extension WorkflowStore {
         }
     }
 
+    /// The decoder of the last action tag and version replayed (entries in a row usually share them).
+    private struct DecoderCache {
+        var tag = ""
+        var version = -1
+        var decode: (@Sendable ([UInt8], any PayloadCodec) throws -> any DurableAction)?
+
+        mutating func decoder(for entry: LogEntry, in registry: ActionRegistry) -> (@Sendable ([UInt8], any PayloadCodec) throws -> any DurableAction)? {
+            if let decode, entry.actionVersion == version, entry.actionTag == tag { return decode }
+            decode = registry.decoder(tag: entry.actionTag, version: entry.actionVersion)
+            tag = entry.actionTag
+            version = entry.actionVersion
+            return decode
+        }
+    }
+
     private func apply<W: DurableWorkflow>(
-        _ entry: LogEntry, plan: ReplayPlan<W>, driver: any ReplayDriver, configuration: DurableConfiguration
+        _ entry: LogEntry, plan: ReplayPlan<W>, driver: any ReplayDriver, configuration: DurableConfiguration,
+        decoders: inout DecoderCache
     ) throws {
         do {
             if entry.isProps {
@@ -97,7 +117,7 @@ extension WorkflowStore {
                 }
                 try driver.updateRoot(props: props, time: entry.time, sequence: entry.sequence)
             } else {
-                guard let decoder = configuration.actions.decoder(tag: entry.actionTag, version: entry.actionVersion) else {
+                guard let decoder = decoders.decoder(for: entry, in: configuration.actions) else {
                     throw failure(.unknownActionType, entry, plan.id,
                                   "no decoder is registered for action tag \(entry.actionTag) version \(entry.actionVersion)",
                                   recovery: "Register the action type (or a decoder for this version) in DurableConfiguration.actions")

@@ -1,3 +1,4 @@
+import DurableWorkflow
 import Foundation
 import Workflow
 
@@ -39,9 +40,10 @@ func json<T: Encodable>(_ value: T, pretty: Bool = true) throws -> String {
 indirect enum JSONValue: Codable, Equatable {
     case null, bool(Bool), integer(Int64), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
 
-    /// The JSON in `bytes`, or `nil` when they are not JSON.
+    /// The value in `bytes` (JSON, or the binary codec's encoding), or `nil` when they are neither.
     static func parse(_ bytes: [UInt8]) -> JSONValue? {
-        try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+        if let text = BinaryPayloadCodec.jsonText(bytes) { return try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) }
+        return try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
     }
 
     init(from decoder: any Decoder) throws {

@@ -20,8 +20,11 @@ struct BenchCounter: Workflow, Codable, Sendable {
     }
 }
 
-func benchConfiguration(_ mode: DurableConfiguration.Mode, digests: DurableConfiguration.Digests = .every(1), snapshotEvery: Int? = nil) -> DurableConfiguration {
-    DurableConfiguration(mode: mode, actions: ActionRegistry(BenchCounter.Add.self), snapshotEvery: snapshotEvery, digests: digests)
+func benchConfiguration(
+    _ mode: DurableConfiguration.Mode, digests: DurableConfiguration.Digests = .every(1), snapshotEvery: Int? = nil,
+    codec: (any PayloadCodec)? = nil
+) -> DurableConfiguration {
+    DurableConfiguration(mode: mode, actions: ActionRegistry(BenchCounter.Add.self), codec: codec, snapshotEvery: snapshotEvery, digests: digests)
 }
 
 /// Durable actions per second in each mode, against the raw LMDB ceiling of the same policy.
@@ -30,14 +33,14 @@ enum DurableScenario {
 
     static func run(runs: Int, scale: Double, ceilings: [String: Measurement]) throws -> [Measurement] {
         func measure(_ caseName: String, _ mode: DurableConfiguration.Mode, digests: DurableConfiguration.Digests = .every(1),
-                     sends: Int, ceiling: String, detail: String) throws -> Measurement {
+                     codec: (any PayloadCodec)? = nil, sends: Int, ceiling: String, detail: String) throws -> Measurement {
             let dir = try temporaryStore("durable-\(caseName)")
             defer { try? FileManager.default.removeItem(atPath: dir) }
             let store = try WorkflowStore.open(path: dir)
             var instance = 0
             let result = try Measurement.measure(name, caseName, metric: "actions_per_s", runs: runs, detail: detail) {
                 instance += 1
-                let host = try store.start(BenchCounter(), id: "bench-\(instance)", configuration: benchConfiguration(mode, digests: digests))
+                let host = try store.start(BenchCounter(), id: "bench-\(instance)", configuration: benchConfiguration(mode, digests: digests, codec: codec))
                 let sink = host.rendering.sink
                 let elapsed = seconds {
                     for _ in 0..<sends { sink.send(.init(amount: 1)) }
@@ -54,9 +57,11 @@ enum DurableScenario {
         let small = max(30, Int(300 * scale)), large = Int(30_000 * scale)
         return [
             try measure("strict", .strict, sends: small, ceiling: "commit-strict",
-                        detail: "1 entry per commit, 2 fsyncs; JSON payload, digest per entry"),
+                        detail: "1 entry per commit, 2 fsyncs; binary payload, digest per entry"),
             try measure("grouped", .grouped, sends: large, ceiling: "append-1txn",
                         detail: "1 producer, commits of up to 1000 entries within 2 ms, synced"),
+            try measure("grouped-json", .grouped, codec: JSONPayloadCodec(), sends: large, ceiling: "append-1txn",
+                        detail: "as grouped, with the JSON codec"),
             try measure("grouped-nodigest", .grouped, digests: .off, sends: large, ceiling: "append-1txn",
                         detail: "as grouped, without state digests"),
             try measure("processCrashSafe", .processCrashSafe, sends: large, ceiling: "commit-nosync",
@@ -70,8 +75,9 @@ enum ReplayScenario {
     static let name = "replay"
 
     /// Builds instance `id` with `entries` actions (grouped, so building is quick).
-    static func build(_ store: WorkflowStore, id: String, entries: Int, snapshotEvery: Int?) throws {
-        let host = try store.start(BenchCounter(), id: id, configuration: benchConfiguration(.grouped, digests: .off, snapshotEvery: snapshotEvery))
+    static func build(_ store: WorkflowStore, id: String, entries: Int, snapshotEvery: Int?, codec: (any PayloadCodec)? = nil) throws {
+        let host = try store.start(BenchCounter(), id: id, configuration: benchConfiguration(
+            .grouped, digests: .off, snapshotEvery: snapshotEvery, codec: codec))
         let sink = host.rendering.sink
         for _ in 0..<entries { sink.send(.init(amount: 1)) }
         let done = DispatchSemaphore(value: 0)
@@ -94,6 +100,14 @@ enum ReplayScenario {
         }
         if let scan = ceilings["scan"] { replay = replay.relative(to: scan) }
         results.append(replay)
+        try build(store, id: "long-json", entries: replayEntries, snapshotEvery: nil, codec: JSONPayloadCodec())
+        var replayJSON = try Measurement.measure(name, "replay-1node-json", metric: "entries_per_s", runs: runs,
+                                                 detail: "as replay-1node, entries written with the JSON codec") {
+            let elapsed = try seconds { _ = try store.state(of: "long-json", as: BenchCounter.self, configuration: configuration) }
+            return Double(replayEntries) / elapsed
+        }
+        if let scan = ceilings["scan"] { replayJSON = replayJSON.relative(to: scan) }
+        results.append(replayJSON)
 
         for exponent in [4, 5, 6] {
             let count = Int(pow(10, Double(exponent)) * scale)

@@ -29,6 +29,7 @@ final class RuntimeContext: RuntimeTree {
     /// What the worker output being applied asks the journal to commit with it.
     @exclusivity(unchecked) var pendingAttachment: (any Sendable)?
     @exclusivity(unchecked) private var nextID: UInt64 = 1
+    @exclusivity(unchecked) private var lastLookup: (path: NodePath, node: any AnyWorkflowNode)?
     /// Services from the host configuration.
     @exclusivity(unchecked) var dependencies: [ObjectIdentifier: any Sendable] = [:]
 
@@ -53,7 +54,17 @@ final class RuntimeContext: RuntimeTree {
         for observer in observers { observer.nodeDidStart(node.info) }
     }
 
+    /// The live node at `path`; replay asks for the same path entry after entry, so the last
+    /// answer is kept (and forgotten when that node ends).
+    func node(at path: NodePath) -> (any AnyWorkflowNode)? {
+        if let last = lastLookup, last.path == path { return last.node }
+        guard let node = nodesByPath[path] else { return nil }
+        lastLookup = (path, node)
+        return node
+    }
+
     func unregister(_ node: any AnyWorkflowNode) {
+        if lastLookup?.node.id == node.id { lastLookup = nil }
         nodes[node.id] = nil
         nodesByPath[node.info.path] = nil
         for observer in observers { observer.nodeDidEnd(node.info) }

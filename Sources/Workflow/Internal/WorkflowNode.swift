@@ -2,6 +2,8 @@
 protocol AnyWorkflowNode: AnyObject {
     var id: NodeID { get }
     var info: NodeInfo { get }
+    /// `ObjectIdentifier` of the node's workflow type (a cheap type check before a downcast).
+    var workflowTypeID: ObjectIdentifier { get }
     /// The node's state, boxed (snapshots, digests, time travel).
     var anyState: Any { get }
     /// The node's props, boxed.
@@ -100,6 +102,8 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
     }
 
     var anyState: Any { state }
+
+    var workflowTypeID: ObjectIdentifier { ObjectIdentifier(W.self) }
 
     var anyWorkflow: Any { workflow }
 

@@ -395,10 +395,11 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         func apply<Action: WorkflowAction>(
             _ action: Action, at path: NodePath, origin: ActionOrigin, time: WallTime, sequence: UInt64
         ) throws(ReplayMismatch) {
-            guard let found = runtime.context.nodesByPath[path] else { throw .noNode(path) }
-            guard let node = found as? WorkflowNode<Action.WorkflowType> else {
+            guard let found = runtime.context.node(at: path) else { throw .noNode(path) }
+            guard found.workflowTypeID == ObjectIdentifier(Action.WorkflowType.self) else {
                 throw .wrongWorkflowType(path, expected: NodePath.typeName(Action.WorkflowType.self))
             }
+            let node = unsafeDowncast(found as AnyObject, to: WorkflowNode<Action.WorkflowType>.self)
             runtime.context.currentTime = time
             runtime.setPhase(.applying)
             node.apply(action, origin: origin)
