@@ -18,21 +18,42 @@ public struct NodePath: Hashable, Sendable, Codable, CustomStringConvertible {
     /// The steps from the root (first) to the node (last).
     public let segments: [Segment]
 
+    /// `/Root/Child[key]/Leaf`, with module prefixes dropped for readability (computed once:
+    /// digests and snapshots name every node by it).
+    public let description: String
+
     /// A path made of `segments`.
-    public init(segments: [Segment]) { self.segments = segments }
+    public init(segments: [Segment]) {
+        self.segments = segments
+        self.description = Self.describe(segments)
+    }
 
     /// The path of a child of this node.
     public func appending(workflowType: String, key: String) -> NodePath {
         NodePath(segments: segments + [Segment(workflowType: workflowType, key: key)])
     }
 
-    /// `/Root/Child[key]/Leaf`, with module prefixes dropped for readability.
-    public var description: String {
+    private static func describe(_ segments: [Segment]) -> String {
         "/" + segments.map { segment in
             let name = segment.workflowType.split(separator: ".").last.map(String.init) ?? segment.workflowType
             return segment.key.isEmpty ? name : "\(name)[\(segment.key)]"
         }.joined(separator: "/")
     }
+
+    private enum CodingKeys: String, CodingKey { case segments }
+
+    public init(from decoder: any Decoder) throws {
+        self.init(segments: try decoder.container(keyedBy: CodingKeys.self).decode([Segment].self, forKey: .segments))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(segments, forKey: .segments)
+    }
+
+    public static func == (lhs: NodePath, rhs: NodePath) -> Bool { lhs.segments == rhs.segments }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(segments) }
 
     static func typeName<T>(_ type: T.Type) -> String { String(reflecting: type) }
 }
