@@ -37,6 +37,7 @@ public struct ApplyContext<WorkflowType: Workflow> {
     public let now: WallTime
 
     /// Creates a context around `props` at `now`; the runtime and testers make these.
+    @inlinable @inline(__always)
     public init(props: WorkflowType, now: WallTime = .now()) {
         self.props = props
         self.now = now

@@ -38,10 +38,15 @@ final class RenderingPublisher<Rendering: Sendable>: @unchecked Sendable {
                 slot.initialize(to: rendering)
                 hasCurrent = true
             }
-            if streamCount > 0 {
-                for continuation in streams.values { continuation.yield(rendering) }
-            }
+            if streamCount > 0 { yieldToStreams(rendering) }
         }
+    }
+
+    /// Kept out of line: the compiler computes the metadata a function body needs on entry, so
+    /// inlined here the stream types would cost lookups on every publish, streams or not.
+    @inline(never)
+    private func yieldToStreams(_ rendering: Rendering) {
+        for continuation in streams.values { continuation.yield(rendering) }
     }
 
     /// A stream that yields the current rendering at once, then one per render pass.

@@ -167,24 +167,9 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
                 }
             }
         case .updateRoot(let boxed):
-            guard !stopped, let workflow = boxed as? Root else { return }
-            setPhase(.applying)
-            context.currentTime = context.clock.now()
-            root.update(workflow: workflow)
-            if let journal {
-                do {
-                    try journal.record(props: workflow, time: context.currentTime, tree: context)
-                    context.currentSequence = journal.currentSequence
-                } catch {
-                    fail(error)
-                    return
-                }
-            }
-            renderPassAndRelease()
+            updateRoot(boxed)
         case .observe(let id, let callback):
-            guard !stopped else { return }
-            callbacks[id] = callback
-            callback(publisher.current as Any)
+            observe(id, callback)
         case .unobserve(let id):
             callbacks[id] = nil
         case .flush(let completion):
@@ -224,6 +209,34 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             return outcome
         }
         return recordAndRender(outcome)
+    }
+
+    // The rarer items are handled out of line: the compiler computes the metadata a function
+    // body needs on entry (here `Optional<Root>`), which would otherwise cost every action.
+
+    @inline(never)
+    private func updateRoot(_ boxed: any Sendable) {
+        guard !stopped, let workflow = boxed as? Root else { return }
+        setPhase(.applying)
+        context.currentTime = context.clock.now()
+        root.update(workflow: workflow)
+        if let journal {
+            do {
+                try journal.record(props: workflow, time: context.currentTime, tree: context)
+                context.currentSequence = journal.currentSequence
+            } catch {
+                fail(error)
+                return
+            }
+        }
+        renderPassAndRelease()
+    }
+
+    @inline(never)
+    private func observe(_ id: UInt64, _ callback: @escaping @Sendable (Any) -> Void) {
+        guard !stopped else { return }
+        callbacks[id] = callback
+        callback(publisher.current as Any)
     }
 
     private func applyWork(_ work: any QueuedWork) -> WorkOutcome {
@@ -326,9 +339,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
                 for callback in callbacks.values { callback(rendering) }
             }
         }
-        if !pendingOutputs.isEmpty {
-            pendingOutputs.drain { outputContinuation.yield($0) }
-        }
+        if !pendingOutputs.isEmpty { deliverOutputs() }
         if !pendingCompletions.isEmpty {
             for completion in pendingCompletions { completion.resume(returning: true) }
             pendingCompletions.removeAll()
@@ -338,6 +349,12 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             pendingFlushes.removeAll()
         }
         setPhase(.idle)
+    }
+
+    /// Out of line so that the output stream's metadata is looked up only when there are outputs.
+    @inline(never)
+    private func deliverOutputs() {
+        pendingOutputs.drain { outputContinuation.yield($0) }
     }
 
     /// Stops the host after a journal failure: nothing uncommitted leaves the runtime.
