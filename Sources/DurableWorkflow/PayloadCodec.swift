@@ -14,6 +14,7 @@ public protocol PayloadCodec: Sendable {
 }
 
 extension PayloadCodec {
+    /// The codec type's module-qualified name.
     public var name: String { String(reflecting: Self.self) }
 }
 

@@ -126,15 +126,20 @@ struct BinaryPayloadCodecTests {
 
 @Suite("Codecs recorded per instance")
 struct InstanceCodecTests {
+    /// Starts counter `id` with the JSON codec, applies `amounts`, and stops it.
+    private func startJSONCounter(in store: WorkflowStore, id: String, amounts: [Int]) throws {
+        var json = counterConfiguration()
+        json.codec = JSONPayloadCodec()
+        let host = try store.start(DurableCounter(), id: id, configuration: json)
+        for amount in amounts { host.rendering.sink.send(.init(amount: amount)) }
+        host.stop()
+    }
+
     @Test("an instance started with JSON is resumed and read with JSON by a default configuration, and keeps writing JSON")
     func recordedCodecWins() throws {
         let dir = TemporaryDirectory("codec-recorded")
         let store = try WorkflowStore.open(path: dir.path)
-        var json = counterConfiguration()
-        json.codec = JSONPayloadCodec()
-        let host = try store.start(DurableCounter(), id: "json", configuration: json)
-        host.rendering.sink.send(.init(amount: 2))
-        host.stop()
+        try startJSONCounter(in: store, id: "json", amounts: [2])
         let resumed = try store.resume(id: "json", as: DurableCounter.self, configuration: counterConfiguration())
         #expect(resumed.rendering.state.count == 2)
         resumed.rendering.sink.send(.init(amount: 3))
@@ -162,11 +167,7 @@ struct InstanceCodecTests {
     func forkKeepsCodec() throws {
         let dir = TemporaryDirectory("codec-fork")
         let store = try WorkflowStore.open(path: dir.path)
-        var json = counterConfiguration()
-        json.codec = JSONPayloadCodec()
-        let host = try store.start(DurableCounter(), id: "source", configuration: json)
-        for amount in 1...3 { host.rendering.sink.send(.init(amount: amount)) }
-        host.stop()
+        try startJSONCounter(in: store, id: "source", amounts: [1, 2, 3])
         try store.fork(id: "source", at: 3, as: "forked")
         try store.importInstance(id: "imported", workflowType: String(reflecting: DurableCounter.self), status: .running,
                                  created: .now(), entries: try store.entries(of: "source"))

@@ -91,23 +91,19 @@ enum ReplayScenario {
         let store = try WorkflowStore.open(path: dir)
         var results: [Measurement] = []
         let replayEntries = Int(100_000 * scale)
-        try build(store, id: "long", entries: replayEntries, snapshotEvery: nil)
         let configuration = benchConfiguration(.grouped, digests: .off)
-        var replay = try Measurement.measure(name, "replay-1node", metric: "entries_per_s", runs: runs,
-                                             detail: "full replay of \(replayEntries) entries (decode, apply, render), no digests") {
-            let elapsed = try seconds { _ = try store.state(of: "long", as: BenchCounter.self, configuration: configuration) }
-            return Double(replayEntries) / elapsed
+        for (caseName, codec, detail) in [
+            ("replay-1node", nil, "full replay of \(replayEntries) entries (decode, apply, render), no digests"),
+            ("replay-1node-json", JSONPayloadCodec() as (any PayloadCodec)?, "as replay-1node, entries written with the JSON codec"),
+        ] {
+            try build(store, id: caseName, entries: replayEntries, snapshotEvery: nil, codec: codec)
+            var replay = try Measurement.measure(name, caseName, metric: "entries_per_s", runs: runs, detail: detail) {
+                let elapsed = try seconds { _ = try store.state(of: caseName, as: BenchCounter.self, configuration: configuration) }
+                return Double(replayEntries) / elapsed
+            }
+            if let scan = ceilings["scan"] { replay = replay.relative(to: scan) }
+            results.append(replay)
         }
-        if let scan = ceilings["scan"] { replay = replay.relative(to: scan) }
-        results.append(replay)
-        try build(store, id: "long-json", entries: replayEntries, snapshotEvery: nil, codec: JSONPayloadCodec())
-        var replayJSON = try Measurement.measure(name, "replay-1node-json", metric: "entries_per_s", runs: runs,
-                                                 detail: "as replay-1node, entries written with the JSON codec") {
-            let elapsed = try seconds { _ = try store.state(of: "long-json", as: BenchCounter.self, configuration: configuration) }
-            return Double(replayEntries) / elapsed
-        }
-        if let scan = ceilings["scan"] { replayJSON = replayJSON.relative(to: scan) }
-        results.append(replayJSON)
 
         for exponent in [4, 5, 6] {
             let count = Int(pow(10, Double(exponent)) * scale)
