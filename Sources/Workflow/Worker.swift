@@ -23,6 +23,14 @@ extension Worker {
     public func isEquivalent(to other: Self) -> Bool { true }
 }
 
+/// A worker that holds something outside the runtime (such as a durable signal consumer) and must
+/// learn why it ended: because render passes stopped declaring it (let go of it), or because its
+/// host stopped (keep it: a resumed durable host will declare the worker again).
+package protocol EndObservingWorker: Worker {
+    /// Called on the thread running the host, once, after a started worker was cancelled.
+    func didEnd(idempotencyKey: String?, becauseHostStopped: Bool)
+}
+
 extension Worker where Self: Equatable {
     public func isEquivalent(to other: Self) -> Bool { self == other }
 }

@@ -1,5 +1,6 @@
 import DurableWorkflow
 import LMDB
+import Synchronization
 import Workflow
 
 /// The delivery mark of a signal version handed to a durable workflow: committed in the same
@@ -37,11 +38,23 @@ struct SignalWaitOutput: JournalAttachable {
 }
 
 /// The worker behind ``RenderContext/awaitSignal(_:key:behaviour:coalescing:action:)``.
-struct SignalWaitWorker: Worker {
+///
+/// Its consumer lives as long as the wait: when render passes stop declaring the wait (the
+/// workflow moved on, or the node ended) the consumer is removed, so it neither holds versions
+/// from pruning nor receives more. When the host stops, a durable wait's consumer stays for the
+/// resumed host (an in-memory wait's goes, like its state). A crash between the commit that ends
+/// a wait and this removal leaves the consumer behind (`wfctl signals` lists it).
+struct SignalWaitWorker: EndObservingWorker {
     let center: SignalCenter
     let signal: SignalID
     let behaviour: DeliveryBehaviour
     let coalescing: Coalescing
+    /// The consumer `run()` registered (shared by the copies of this worker value).
+    let registered = RegisteredConsumer()
+
+    final class RegisteredConsumer: Sendable {
+        let consumer = Mutex<(id: ConsumerID, durable: Bool)?>(nil)
+    }
 
     func run() -> AsyncStream<SignalWaitOutput> {
         let center = self.center, signal = self.signal, behaviour = self.behaviour, coalescing = self.coalescing
@@ -58,6 +71,7 @@ struct SignalWaitWorker: Worker {
                 return
             }
             let durable = stableKey != nil, environment = center.environment
+            registered.consumer.withLock { $0 = (consumer, durable) }
             center.attach(consumer, handler: .workflow { delivery, mark in
                 continuation.yield(SignalWaitOutput(delivery: delivery, mark: mark))
                 // Without a log there is no commit to carry the mark: write it now.
@@ -65,6 +79,12 @@ struct SignalWaitWorker: Worker {
             })
             continuation.onTermination = { _ in center.detach(consumer) }
         }
+    }
+
+    func didEnd(idempotencyKey: String?, becauseHostStopped: Bool) {
+        guard let (consumer, durable) = registered.consumer.withLock({ $0 }) else { return }
+        if durable && becauseHostStopped { return }
+        try? center.removeConsumer(consumer)  // already gone after a `once` delivery: nothing to do
     }
 
     func isEquivalent(to other: SignalWaitWorker) -> Bool {

@@ -105,12 +105,13 @@ struct EffectBatch {
 
     /// Stops what ended, then starts what is new and still declared (a worker or side effect
     /// declared and ended within one batch never starts).
-    mutating func release(queue: any ActionQueue, observers: [any WorkflowObserver]) {
+    /// `hostStopped`: the batch ends the whole tree because the host is stopping.
+    mutating func release(queue: any ActionQueue, observers: [any WorkflowObserver], hostStopped: Bool = false) {
         if isEmpty { return }
         let stopping = workersToStop, starting = workersToStart
         let ending = lifetimesToEnd, sideEffects = sideEffectsToStart
         self = EffectBatch()
-        for worker in stopping { worker.stop(observers: observers) }
+        for worker in stopping { worker.stop(observers: observers, hostStopped: hostStopped) }
         for lifetime in ending { lifetime.end() }
         for (lifetime, action) in sideEffects where !lifetime.hasEnded { action(lifetime) }
         for worker in starting where !worker.ended { worker.start(queue: queue, observers: observers) }

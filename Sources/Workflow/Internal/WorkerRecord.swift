@@ -7,7 +7,8 @@ protocol WorkerRecordProtocol: AnyObject {
     /// Set by the render pass that stops declaring it: its queued outputs are then discarded.
     var ended: Bool { get set }
     func start(queue: any ActionQueue, observers: [any WorkflowObserver])
-    func stop(observers: [any WorkflowObserver])
+    /// Cancels the worker; `hostStopped` tells an ``EndObservingWorker`` why it ended.
+    func stop(observers: [any WorkflowObserver], hostStopped: Bool)
     func deliver<Value>(_ value: Value) -> WorkOutcome
 }
 
@@ -51,10 +52,13 @@ final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtoco
         for observer in observers { observer.workerDidStart(node: node.info, workerType: "\(W.self)", key: key) }
     }
 
-    func stop(observers: [any WorkflowObserver]) {
+    func stop(observers: [any WorkflowObserver], hostStopped: Bool) {
         guard let task else { return }
         task.cancel()
         self.task = nil
+        if let observing = worker as? any EndObservingWorker {
+            observing.didEnd(idempotencyKey: idempotencyKey, becauseHostStopped: hostStopped)
+        }
         for observer in observers { observer.workerDidEnd(node: node.info, workerType: "\(W.self)", key: key) }
     }
 

@@ -182,7 +182,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
                 if uncommitted { commitPendingAndRelease(force: true) }
                 stopped = true
                 root.tearDown()
-                context.effects.release(queue: self, observers: context.observers)
+                context.effects.release(queue: self, observers: context.observers, hostStopped: true)
                 endStreams()
                 journal?.hostDidStop()
             }
@@ -372,7 +372,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         context.effects.workersToStart.removeAll()
         context.effects.sideEffectsToStart.removeAll()
         root.tearDown()
-        context.effects.release(queue: self, observers: context.observers)
+        context.effects.release(queue: self, observers: context.observers, hostStopped: true)
         for completion in pendingCompletions { completion.resume(returning: false) }
         pendingCompletions.removeAll()
         for flush in pendingFlushes { flush.resume() }
