@@ -78,6 +78,6 @@ extension DurableConfiguration {
         }
         throw DurableError(.codecMismatch, store: store, instance: instance,
                            detail: "the instance was written with the codec \"\(record.codec)\", the configuration has \"\(codec.name)\"",
-                           recovery: codecIsChosen ? "Configure the codec named \"\(record.codec)\"" : "Configure the codec named \"\(record.codec)\" in DurableConfiguration.codec")
+                           recovery: "Set DurableConfiguration.codec to the codec named \"\(record.codec)\" (or leave it unset for the built-in ones)")
     }
 }

@@ -100,7 +100,7 @@ extension WorkflowStore {
         var captured: Result<Snapshot, any Error>?
         try WorkflowHost<W>.inspect(
             workflow: plan.root, configuration: configuration.host, restorer: plan.restorer, initialSequence: plan.baseSequence,
-            replay: { driver in try self.replay(plan, driver: driver, configuration: configuration) },
+            replay: { driver in try self.replay(plan, driver: driver) },
             inspect: { tree in
                 captured = Result {
                     let props = try StateCoding.encode(tree.rootWorkflow(), codec: configuration.codec, what: "root props",
@@ -132,7 +132,7 @@ extension WorkflowStore {
         var inspectionError: (any Error)?
         try WorkflowHost<W>.inspect(
             workflow: plan.root, configuration: configuration.host, restorer: plan.restorer, initialSequence: plan.baseSequence,
-            replay: { driver in try self.replay(plan, driver: driver, configuration: configuration) },
+            replay: { driver in try self.replay(plan, driver: driver) },
             inspect: { tree in
                 do {
                     for (path, state) in tree.nodeStates() {

@@ -51,7 +51,7 @@ extension WorkflowStore {
         // A failed replay stops the host, which releases the claim (hostDidStop).
         return try WorkflowHost(
             workflow: plan.root, configuration: configuration.host, journal: journal, restorer: plan.restorer,
-            initialSequence: plan.baseSequence, replay: { driver in try self.replay(plan, driver: driver, configuration: configuration) })
+            initialSequence: plan.baseSequence, replay: { driver in try self.replay(plan, driver: driver) })
     }
 
     /// Claims instance `id` for a new host of this process, unless a live host holds it.

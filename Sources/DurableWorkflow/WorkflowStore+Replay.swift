@@ -71,8 +71,9 @@ extension WorkflowStore {
         }
     }
 
-    /// Applies the plan's entries to the tree through `driver`, checking recorded digests.
-    func replay<W: DurableWorkflow>(_ plan: ReplayPlan<W>, driver: any ReplayDriver, configuration: DurableConfiguration) throws {
+    /// Applies the plan's entries to the tree through `driver` with the instance's codec, checking recorded digests.
+    func replay<W: DurableWorkflow>(_ plan: ReplayPlan<W>, driver: any ReplayDriver) throws {
+        let configuration = plan.configuration
         let observers = configuration.observers, started = ContinuousClock.now
         for observer in observers { observer.replayWillStart(instance: plan.id, from: plan.baseSequence, to: plan.target) }
         var next = plan.baseSequence + 1
