@@ -17,16 +17,23 @@ public struct SignalConfiguration: Sendable {
     /// The durability of posts and delivery marks (default: the store's, strict). `.noSync`
     /// survives a crash of the process, not of the machine; call `store.sync()` to flush.
     public var durability: EnvironmentConfiguration.Durability?
+    /// How long the dispatcher keeps watching for work after a delivery before it sleeps. A post
+    /// in this window (from this process or another) is seen without waking a sleeping thread,
+    /// which costs tens of microseconds on a busy or virtual machine; the price is up to this much
+    /// CPU time after each burst of deliveries. `.zero` sleeps at once.
+    public var spinAfterDelivery: Duration
 
-    /// Defaults: keep the latest version, check every 20 ms, retry after 50 ms, strict commits.
+    /// Defaults: keep the latest version, check every 20 ms, retry after 50 ms, strict commits,
+    /// watch for 250 µs after a delivery.
     public init(
         keepLatest: Int = 1, pollInterval: Duration = .milliseconds(20), retryDelay: Duration = .milliseconds(50),
-        durability: EnvironmentConfiguration.Durability? = nil
+        durability: EnvironmentConfiguration.Durability? = nil, spinAfterDelivery: Duration = .microseconds(250)
     ) {
         self.keepLatest = keepLatest
         self.pollInterval = pollInterval
         self.retryDelay = retryDelay
         self.durability = durability
+        self.spinAfterDelivery = spinAfterDelivery
     }
 }
 

@@ -34,6 +34,14 @@ final class SignalDispatcher: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
     /// Wakes the loop when there is no socket (the fallback poll waits on it).
     private let localWake = DispatchSemaphore(value: 0)
+    /// Counts this process's wake-ups (posts, attaches, finished workflow deliveries, stop):
+    /// a spinning loop notices them without a system call.
+    private let localWakes = Atomic<UInt64>(0)
+    /// Whether the loop is awake (delivering or spinning): it looks at `localWakes` before it
+    /// sleeps, so a wake-up needs no datagram.
+    private let awake = Atomic<Bool>(true)
+    /// How many handlers are attached: a post wakes this process's loop only when it has some.
+    private let attachedCount = Atomic<Int>(0)
 
     init(path: String, environment: Environment, configuration: SignalConfiguration) {
         self.path = path
@@ -72,20 +80,35 @@ final class SignalDispatcher: @unchecked Sendable {
     }
 
     func attach(_ consumer: ConsumerID, handler: SignalHandler) {
-        state.withLock { $0.attached[consumer] = Attached(handler: handler) }
+        state.withLock {
+            $0.attached[consumer] = Attached(handler: handler)
+            attachedCount.store($0.attached.count, ordering: .sequentiallyConsistent)
+        }
         wakeSelf()
     }
 
     func detach(_ consumer: ConsumerID) {
-        _ = state.withLock { $0.attached.removeValue(forKey: consumer) }
+        state.withLock {
+            $0.attached.removeValue(forKey: consumer)
+            attachedCount.store($0.attached.count, ordering: .sequentiallyConsistent)
+        }
     }
 
+    /// Wakes this process's loop: an awake loop sees the counter move; a sleeping one gets a
+    /// datagram (or the semaphore). The counter is bumped before `awake` is read and the loop
+    /// clears `awake` before it reads the counter a last time (both sequentially consistent), so
+    /// a wake-up is never lost between the two.
     func wakeSelf() {
+        localWakes.add(1, ordering: .sequentiallyConsistent)
+        guard !awake.load(ordering: .sequentiallyConsistent) else { return }
         if let channel { channel.wakeSelf() } else { localWake.signal() }
     }
 
+    /// After a post: wakes this process's loop (if it has handlers to deliver to) and every
+    /// other process with a socket in the store.
     func wakeEveryone() {
-        if let channel { channel.wakeEveryone() } else { localWake.signal() }
+        if attachedCount.load(ordering: .sequentiallyConsistent) > 0 { wakeSelf() }
+        channel?.wakeOthers()
     }
 
     /// A workflow delivery was committed (with its log entry) or abandoned: the next may go.
@@ -97,18 +120,48 @@ final class SignalDispatcher: @unchecked Sendable {
     // MARK: The loop
 
     private func loop() {
+        var lastDelivery: ContinuousClock.Instant?
+        var seenWakes = localWakes.load(ordering: .sequentiallyConsistent)
         while !state.withLock({ $0.stopped }) {
-            let woken = channel?.wait(timeout: configuration.pollInterval) ?? {
-                // No socket (a path too long for one): poll, woken early by local posts and stop.
-                let (seconds, attoseconds) = configuration.pollInterval.components
-                let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-                return localWake.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success
-            }()
+            var woken = false
+            if let last = lastDelivery, configuration.spinAfterDelivery > .zero {
+                woken = spin(until: last + configuration.spinAfterDelivery, seenWakes: seenWakes)
+            }
+            if !woken {
+                awake.store(false, ordering: .sequentiallyConsistent)
+                // A wake-up that saw `awake` still set sent no datagram: look at the counter first.
+                woken = localWakes.load(ordering: .sequentiallyConsistent) != seenWakes || sleep()
+                awake.store(true, ordering: .sequentiallyConsistent)
+            }
+            seenWakes = localWakes.load(ordering: .sequentiallyConsistent)
             guard let center else { return }
             if woken || environment.lastTransactionID > lastReadID || hasRetryDue() {
-                deliverPending(center)
+                if deliverPending(center) > 0 { lastDelivery = .now }
             }
         }
+    }
+
+    /// Watches for work without sleeping until `deadline`: a local wake-up or a commit this loop
+    /// has not read (another process's post). Returns whether there is something to look at.
+    private func spin(until deadline: ContinuousClock.Instant, seenWakes: UInt64) -> Bool {
+        var checks = 0
+        while true {
+            if localWakes.load(ordering: .sequentiallyConsistent) != seenWakes || environment.lastTransactionID > lastReadID {
+                return true
+            }
+            checks += 1
+            if checks % 64 == 0, ContinuousClock.now >= deadline || state.withLock({ $0.stopped }) { return false }
+            sched_yield()
+        }
+    }
+
+    /// Sleeps until a wake-up arrives or the poll interval passes; returns whether one arrived.
+    private func sleep() -> Bool {
+        if let channel { return channel.wait(timeout: configuration.pollInterval) }
+        // No socket (a path too long for one): poll, woken early by local posts and stop.
+        let (seconds, attoseconds) = configuration.pollInterval.components
+        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+        return localWake.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success
     }
 
     private func hasRetryDue() -> Bool {
@@ -116,19 +169,21 @@ final class SignalDispatcher: @unchecked Sendable {
         return state.withLock { $0.attached.values.contains { $0.retryAfter.map { $0 <= now } ?? false } }
     }
 
-    private func deliverPending(_ center: SignalCenter) {
+    /// Delivers to every attached consumer; returns how many versions were handed over.
+    private func deliverPending(_ center: SignalCenter) -> Int {
         let consumers = state.withLock { Array($0.attached.keys) }
         if let id = try? environment.read({ txn in txn.id }) { lastReadID = id }
-        for consumer in consumers { deliverAll(to: consumer, center) }
+        return consumers.reduce(0) { $0 + deliverAll(to: $1, center) }
     }
 
     /// Hands `consumer` every pending version, one at a time, until it is up to date, its
-    /// handler fails, or a workflow delivery awaits its commit.
-    private func deliverAll(to consumerID: ConsumerID, _ center: SignalCenter) {
+    /// handler fails, or a workflow delivery awaits its commit. Returns how many it handed over.
+    private func deliverAll(to consumerID: ConsumerID, _ center: SignalCenter) -> Int {
         let layout = center.layout, keepLatest = configuration.keepLatest
+        var handedOver = 0
         while true {
-            guard let attached = state.withLock({ $0.attached[consumerID] }) else { return }
-            if let retry = attached.retryAfter, retry > .now { return }
+            guard let attached = state.withLock({ $0.attached[consumerID] }) else { return handedOver }
+            if let retry = attached.retryAfter, retry > .now { return handedOver }
             let next: SignalDelivery?
             do {
                 next = try environment.read { txn -> SignalDelivery? in
@@ -136,9 +191,9 @@ final class SignalDispatcher: @unchecked Sendable {
                     return try SignalCenter.nextDelivery(for: consumer, layout: layout, txn)
                 }
             } catch {
-                return
+                return handedOver
             }
-            guard let delivery = next else { return }
+            guard let delivery = next else { return handedOver }
             let mark = { (txn: borrowing WriteTransaction) throws in
                 try SignalCenter.mark(consumerID, version: delivery.version, terminates: delivery.terminatesConsumersAfterDelivery,
                                       keepLatest: keepLatest, layout: layout, txn)
@@ -160,18 +215,19 @@ final class SignalDispatcher: @unchecked Sendable {
                     try environment.write(durability: configuration.durability) { txn in try mark(txn) }
                     handler(delivery)
                 case .workflow(let handler):
-                    guard attached.inFlight < delivery.version else { return }
+                    guard attached.inFlight < delivery.version else { return handedOver }
                     state.withLock { $0.attached[consumerID]?.inFlight = delivery.version }
                     handler(delivery, DeliveryMark(
                         consumer: consumerID, version: delivery.version, terminates: delivery.terminatesConsumersAfterDelivery,
                         keepLatest: keepLatest, layout: layout, dispatcher: self))
-                    return
+                    return handedOver + 1
                 }
+                handedOver += 1
                 state.withLock { $0.attached[consumerID]?.retryAfter = nil }
             } catch {
                 // Not marked: the same version is retried after a pause (S5: a throwing handler).
                 state.withLock { $0.attached[consumerID]?.retryAfter = .now + configuration.retryDelay }
-                return
+                return handedOver
             }
         }
     }

@@ -59,10 +59,10 @@ final class WakeChannel: @unchecked Sendable {
         return true
     }
 
-    /// Wakes every process with a socket in the directory (this one included); removes sockets
-    /// of processes that are gone.
-    func wakeEveryone() {
-        for peer in currentPeers() where !send(to: peer) && peer != path {
+    /// Wakes every other process with a socket in the directory; removes sockets of processes
+    /// that are gone.
+    func wakeOthers() {
+        for peer in currentPeers() where peer != path && !send(to: peer) {
             unlink(peer)
             lock.withLock { peers.removeAll { $0 == peer } }
         }

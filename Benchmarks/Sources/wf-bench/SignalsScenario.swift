@@ -37,32 +37,41 @@ enum SignalsScenario {
         }
     }
 
+    /// One process posts `pings` times, each after the previous delivery (and `pause` µs more);
+    /// returns the post-to-handler latencies.
+    static func pingPong(pings: Int, pause: UInt32) throws -> Histogram<UInt64> {
+        let dir = try temporaryStore("signals-local")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let center = try SignalCenter.open(path: dir, processIdentity: "bench", configuration: .init(durability: .noSync))
+        let signal = SignalID()
+        let consumer = try center.register(signal, owner: "bench")
+        let delivered = DispatchSemaphore(value: 0)
+        let latencies = LatencyLog()
+        center.attach(consumer, handler: .atMostOnce { delivery in
+            latencies.record(monotonicNanoseconds() - ((try? delivery.decode(UInt64.self)) ?? 0))
+            delivered.signal()
+        })
+        for _ in 0..<pings {
+            if pause > 0 { usleep(pause) }
+            try center.post(signal, value: monotonicNanoseconds(), terminatesConsumersAfterDelivery: false)
+            delivered.wait()
+        }
+        try center.stop()
+        return latencies.histogram
+    }
+
     static func run(runs: Int, scale: Double) throws -> [Measurement] {
         var results: [Measurement] = []
         let pings = max(200, Int(3_000 * scale))
 
-        // In one process: post, wait for the handler, post the next (no queueing).
-        var local: [Histogram<UInt64>] = []
-        for _ in 0..<runs {
-            let dir = try temporaryStore("signals-local")
-            defer { try? FileManager.default.removeItem(atPath: dir) }
-            let center = try SignalCenter.open(path: dir, processIdentity: "bench", configuration: .init(durability: .noSync))
-            let signal = SignalID()
-            let consumer = try center.register(signal, owner: "bench")
-            let delivered = DispatchSemaphore(value: 0)
-            let latencies = LatencyLog()
-            center.attach(consumer, handler: .atMostOnce { delivery in
-                latencies.record(monotonicNanoseconds() - ((try? delivery.decode(UInt64.self)) ?? 0))
-                delivered.signal()
-            })
-            for _ in 0..<pings {
-                try center.post(signal, value: monotonicNanoseconds(), terminatesConsumersAfterDelivery: false)
-                delivered.wait()
-            }
-            local.append(latencies.histogram)
-            try center.stop()
-        }
-        results += percentiles("in-process", runs: local, detail: "post to at-most-once handler, same process, no fsync, \(pings) pings")
+        // In one process: post, wait for the handler, post the next (no queueing). Back to back,
+        // the dispatcher is still watching (SignalConfiguration.spinAfterDelivery) when the next
+        // post commits; with a pause of 2 ms between pings it is asleep and a post must wake it.
+        results += percentiles("in-process", runs: try (0..<runs).map { _ in try pingPong(pings: pings, pause: 0) },
+                               detail: "post to at-most-once handler, same process, no fsync, \(pings) pings back to back")
+        let idlePings = max(100, pings / 3)
+        results += percentiles("in-process-idle", runs: try (0..<runs).map { _ in try pingPong(pings: idlePings, pause: 2000) },
+                               detail: "as in-process, 2 ms between pings: the dispatcher sleeps and is woken by each post")
 
         // Across processes: this process consumes, a child (this binary) posts every millisecond.
         var remote: [Histogram<UInt64>] = []
