@@ -11,7 +11,10 @@ public struct ActionRegistry: Sendable {
         let version: Int
     }
 
-    private(set) var decoders: [Key: @Sendable ([UInt8], any PayloadCodec) throws -> any DurableAction] = [:]
+    /// Decoders read the payload where it lies (during replay, in the LMDB map).
+    typealias Decoder = @Sendable (UnsafeRawBufferPointer, any PayloadCodec) throws -> any DurableAction
+
+    private(set) var decoders: [Key: Decoder] = [:]
 
     /// An empty registry.
     public init() {}
@@ -28,7 +31,7 @@ public struct ActionRegistry: Sendable {
     }
 
     private mutating func registerCurrent<A: DurableAction>(_ type: A.Type) {
-        decoders[Key(tag: A.tag, version: A.version)] = { bytes, codec in try codec.decode(A.self, from: bytes) }
+        decoders[Key(tag: A.tag, version: A.version)] = { bytes, codec in try codec.decode(A.self, fromBuffer: bytes) }
     }
 
     /// Registers a decoder for `version` of the action tagged `A.tag`, which turns an old
@@ -36,13 +39,13 @@ public struct ActionRegistry: Sendable {
     public mutating func register<A: DurableAction>(
         _ type: A.Type, version: Int, decode: @escaping @Sendable ([UInt8], any PayloadCodec) throws -> A
     ) {
-        decoders[Key(tag: A.tag, version: version)] = { bytes, codec in try decode(bytes, codec) }
+        decoders[Key(tag: A.tag, version: version)] = { bytes, codec in try decode(Array(bytes), codec) }
     }
 
     /// Whether `tag` at `version` can be decoded.
     public func knows(tag: String, version: Int) -> Bool { decoders[Key(tag: tag, version: version)] != nil }
 
-    func decoder(tag: String, version: Int) -> (@Sendable ([UInt8], any PayloadCodec) throws -> any DurableAction)? {
+    func decoder(tag: String, version: Int) -> Decoder? {
         decoders[Key(tag: tag, version: version)]
     }
 }

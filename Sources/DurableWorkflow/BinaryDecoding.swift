@@ -4,10 +4,12 @@ import Foundation
 /// nothing is copied into an intermediate tree. Every read checks bounds and types and throws a
 /// `DecodingError` naming the coding path.
 enum BinaryDecoding {
-    /// The bytes being decoded, shared by every container of one decode.
-    final class Input {
-        let bytes: [UInt8]
-        init(bytes: [UInt8]) { self.bytes = bytes }
+    /// The bytes being decoded, shared by every container of one decode. They are borrowed (from
+    /// an array or straight from the LMDB map) and valid only until the decode returns: decoded
+    /// values copy what they keep (strings are built from the bytes).
+    struct Input {
+        let bytes: UnsafeRawBufferPointer
+        init(bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
         func corrupt(_ codingPath: @autoclosure () -> [any CodingKey], _ what: String) -> DecodingError {
             .dataCorrupted(.init(codingPath: codingPath(), debugDescription: what))
@@ -74,7 +76,7 @@ enum BinaryDecoding {
         func string(at offset: Int, _ codingPath: @autoclosure () -> [any CodingKey]) throws -> String {
             try expect(.string, at: offset, codingPath())
             let range = try stringRange(at: offset + 1, codingPath())
-            return bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[range]), as: UTF8.self) }
+            return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)
         }
 
         func expect(_ wanted: BinaryTag, at offset: Int, _ codingPath: @autoclosure () -> [any CodingKey]) throws {
@@ -193,7 +195,7 @@ enum BinaryDecoding {
 
         var allKeys: [Key] {
             ((try? entries()) ?? []).compactMap { entry in
-                input.bytes.withUnsafeBufferPointer { Key(stringValue: String(decoding: UnsafeBufferPointer(rebasing: $0[entry.key]), as: UTF8.self)) }
+                Key(stringValue: String(decoding: UnsafeRawBufferPointer(rebasing: input.bytes[entry.key]), as: UTF8.self))
             }
         }
 
@@ -201,23 +203,22 @@ enum BinaryDecoding {
         private func offset(of key: Key) -> Int? {
             var name = key.stringValue
             return name.withUTF8 { wanted -> Int? in
-                input.bytes.withUnsafeBufferPointer { bytes -> Int? in
-                    func matches(_ range: Range<Int>) -> Bool {
-                        range.count == wanted.count
-                            && (wanted.count == 0 || memcmp(bytes.baseAddress! + range.lowerBound, wanted.baseAddress!, wanted.count) == 0)
-                    }
-                    if let index {
-                        return index.first { matches($0.key) }?.value
-                    }
-                    var position = start
-                    for _ in 0..<count {
-                        guard let key = try? input.stringRange(at: position, codingPath) else { return nil }
-                        if matches(key) { return key.upperBound }
-                        guard let next = try? input.skip(at: key.upperBound, codingPath) else { return nil }
-                        position = next
-                    }
-                    return nil
+                let bytes = input.bytes
+                func matches(_ range: Range<Int>) -> Bool {
+                    range.count == wanted.count
+                        && (wanted.count == 0 || memcmp(bytes.baseAddress! + range.lowerBound, wanted.baseAddress!, wanted.count) == 0)
                 }
+                if let index {
+                    return index.first { matches($0.key) }?.value
+                }
+                var position = start
+                for _ in 0..<count {
+                    guard let key = try? input.stringRange(at: position, codingPath) else { return nil }
+                    if matches(key) { return key.upperBound }
+                    guard let next = try? input.skip(at: key.upperBound, codingPath) else { return nil }
+                    position = next
+                }
+                return nil
             }
         }
 
@@ -385,10 +386,12 @@ extension BinaryPayloadCodec {
     /// encoding. Integers, strings, arrays and maps map one to one; non-finite doubles become `null`.
     public static func jsonText(_ bytes: [UInt8]) -> String? {
         guard bytes.first == marker else { return nil }
-        let input = BinaryDecoding.Input(bytes: bytes)
-        var out = ""
-        guard let end = try? BinaryDecoding.writeJSON(input, at: 1, to: &out), end == bytes.count else { return nil }
-        return out
+        return bytes.withUnsafeBytes { buffer -> String? in
+            let input = BinaryDecoding.Input(bytes: buffer)
+            var out = ""
+            guard let end = try? BinaryDecoding.writeJSON(input, at: 1, to: &out), end == buffer.count else { return nil }
+            return out
+        }
     }
 }
 
@@ -425,7 +428,7 @@ extension BinaryDecoding {
                 if !first { out += "," }
                 first = false
                 let key = try input.stringRange(at: position, [])
-                appendJSONString(input.bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[key]), as: UTF8.self) }, to: &out)
+                appendJSONString(String(decoding: UnsafeRawBufferPointer(rebasing: input.bytes[key]), as: UTF8.self), to: &out)
                 out += ":"
                 position = try writeJSON(input, at: key.upperBound, to: &out)
                 count -= 1

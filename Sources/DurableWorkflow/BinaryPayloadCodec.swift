@@ -27,6 +27,11 @@ public struct BinaryPayloadCodec: PayloadCodec {
     }
 
     public func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
+        try bytes.withUnsafeBytes { try decode(type, fromBuffer: $0) }
+    }
+
+    /// Reads the value in place: replay decodes payloads straight from the LMDB map.
+    public func decode<T: Decodable>(_ type: T.Type, fromBuffer bytes: UnsafeRawBufferPointer) throws -> T {
         guard bytes.first == Self.marker else {
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "not a BinaryPayloadCodec encoding (no 0xB1 marker)"))
         }

@@ -52,7 +52,7 @@ public struct LogEntry: Sendable, Hashable {
         var writer = ByteWriter(capacity: 64 + payload.count)
         writer.write(Self.formatByte)
         writer.write(UInt8(digest == nil ? 0 : 1))
-        writer.write(UInt8(ActionOrigin.allCases.firstIndex(of: origin)!))
+        writer.write(origin.logCode)
         writer.write(time.nanosecondsSinceEpoch)
         if let digest { writer.write(digest) }
         writer.write(UInt16(nodePath.segments.count))
@@ -110,48 +110,100 @@ public struct LogEntry: Sendable, Hashable {
     /// Decodes the stored bytes of entry `sequence`, reusing what it shares with the entry decoded
     /// before with `cache`; `nil` when they are corrupt.
     static func decode(_ bytes: UnsafeRawBufferPointer, sequence: UInt64, cache: inout DecodingCache) -> LogEntry? {
-        guard bytes.count > 8 else { return nil }
-        var checksum = FNV1a64()
-        checksum.combine(UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 8)]))
-        withUnsafeBytes(of: sequence.littleEndian) { checksum.combine($0) }
-        let stored = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: bytes.count - 8, as: UInt64.self))
-        guard stored == checksum.value else { return nil }
-        var reader = ByteReader(UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 8)]))
-        do {
-            guard try reader.read(UInt8.self) == formatByte else { return nil }
-            let hasDigest = try reader.read(UInt8.self) == 1
-            let originIndex = Int(try reader.read(UInt8.self))
-            guard originIndex < ActionOrigin.allCases.count else { return nil }
-            let time = WallTime(nanosecondsSinceEpoch: try reader.read(Int64.self))
-            let digest: UInt64? = hasDigest ? try reader.read(UInt64.self) : nil
-            let pathStart = reader.offset
-            let segmentCount = Int(try reader.read(UInt16.self))
-            for _ in 0..<segmentCount {
-                try reader.skipBlock()
-                try reader.skipBlock()
-            }
-            let path = try cache.path(reader.bytes(from: pathStart)) { () throws(ByteReader.Truncated) -> NodePath in
-                var pathReader = ByteReader(reader.bytes(from: pathStart))
-                _ = try pathReader.read(UInt16.self)
-                var segments: [NodePath.Segment] = []
-                segments.reserveCapacity(segmentCount)
+        View.decode(bytes, sequence: sequence, cache: &cache)?.entry
+    }
+
+    /// An entry read in place: its payload points into the LMDB map and is valid only while the
+    /// read transaction it came from is open (replay decodes it there, without a copy).
+    struct View {
+        let sequence: UInt64
+        let time: WallTime
+        let origin: ActionOrigin
+        let nodePath: NodePath
+        let actionTag: String
+        let actionVersion: Int
+        let payload: UnsafeRawBufferPointer
+        let digest: UInt64?
+
+        var isProps: Bool { actionTag == LogEntry.propsTag }
+
+        /// A copy that outlives the transaction.
+        var entry: LogEntry {
+            LogEntry(sequence: sequence, time: time, origin: origin, nodePath: nodePath, actionTag: actionTag,
+                     actionVersion: actionVersion, payload: Array(payload), digest: digest)
+        }
+
+        /// Reads the stored bytes of entry `sequence` (checksum first), reusing the node path and
+        /// tag of the entry read before through `cache`; `nil` when they are corrupt.
+        static func decode(_ bytes: UnsafeRawBufferPointer, sequence: UInt64, cache: inout DecodingCache) -> View? {
+            guard bytes.count > 8 else { return nil }
+            var checksum = FNV1a64()
+            checksum.combine(UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 8)]))
+            withUnsafeBytes(of: sequence.littleEndian) { checksum.combine($0) }
+            let stored = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: bytes.count - 8, as: UInt64.self))
+            guard stored == checksum.value else { return nil }
+            var reader = ByteReader(UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 8)]))
+            do {
+                guard try reader.read(UInt8.self) == formatByte else { return nil }
+                let hasDigest = try reader.read(UInt8.self) == 1
+                guard let origin = ActionOrigin(logCode: try reader.read(UInt8.self)) else { return nil }
+                let time = WallTime(nanosecondsSinceEpoch: try reader.read(Int64.self))
+                let digest: UInt64? = hasDigest ? try reader.read(UInt64.self) : nil
+                let pathStart = reader.offset
+                let segmentCount = Int(try reader.read(UInt16.self))
                 for _ in 0..<segmentCount {
-                    segments.append(.init(workflowType: try pathReader.readString(), key: try pathReader.readString()))
+                    try reader.skipBlock()
+                    try reader.skipBlock()
                 }
-                return NodePath(segments: segments)
+                let path = try cache.path(reader.bytes(from: pathStart)) { () throws(ByteReader.Truncated) -> NodePath in
+                    var pathReader = ByteReader(reader.bytes(from: pathStart))
+                    _ = try pathReader.read(UInt16.self)
+                    var segments: [NodePath.Segment] = []
+                    segments.reserveCapacity(segmentCount)
+                    for _ in 0..<segmentCount {
+                        segments.append(.init(workflowType: try pathReader.readString(), key: try pathReader.readString()))
+                    }
+                    return NodePath(segments: segments)
+                }
+                let tagStart = reader.offset + 4
+                try reader.skipBlock()
+                let tag = cache.tag(reader.bytes(from: tagStart))
+                let version = Int(try reader.read(UInt32.self))
+                let payloadStart = reader.offset + 4
+                try reader.skipBlock()
+                let payload = reader.bytes(from: payloadStart)
+                guard reader.remaining == 0 else { return nil }
+                return View(sequence: sequence, time: time, origin: origin, nodePath: path, actionTag: tag,
+                            actionVersion: version, payload: payload, digest: digest)
+            } catch {
+                return nil
             }
-            let tagStart = reader.offset + 4
-            try reader.skipBlock()
-            let tag = cache.tag(reader.bytes(from: tagStart))
-            let version = Int(try reader.read(UInt32.self))
-            let payload = try reader.readBlock()
-            guard reader.remaining == 0 else { return nil }
-            return LogEntry(
-                sequence: sequence, time: time, origin: ActionOrigin.allCases[originIndex],
-                nodePath: path, actionTag: tag, actionVersion: version,
-                payload: payload, digest: digest)
-        } catch {
-            return nil
+        }
+    }
+}
+
+extension ActionOrigin {
+    /// The byte that stands for the origin in a stored entry (the order of declaration; a switch,
+    /// because `allCases` builds an array on every use).
+    var logCode: UInt8 {
+        switch self {
+        case .sink: 0
+        case .worker: 1
+        case .timer: 2
+        case .signal: 3
+        case .props: 4
+        }
+    }
+
+    /// The origin stored as `code`; `nil` for a byte no version wrote.
+    init?(logCode code: UInt8) {
+        switch code {
+        case 0: self = .sink
+        case 1: self = .worker
+        case 2: self = .timer
+        case 3: self = .signal
+        case 4: self = .props
+        default: return nil
         }
     }
 }

@@ -11,9 +11,16 @@ public protocol PayloadCodec: Sendable {
     func encode<T: Encodable>(_ value: T) throws -> [UInt8]
     /// A `T` from `bytes`.
     func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T
+    /// A `T` from bytes that are valid only during the call (replay passes them straight from
+    /// the store's memory map). The default copies them into an array for `decode(_:from:)`.
+    func decode<T: Decodable>(_ type: T.Type, fromBuffer bytes: UnsafeRawBufferPointer) throws -> T
 }
 
 extension PayloadCodec {
+    public func decode<T: Decodable>(_ type: T.Type, fromBuffer bytes: UnsafeRawBufferPointer) throws -> T {
+        try decode(type, from: Array(bytes))
+    }
+
     /// The codec type's module-qualified name.
     public var name: String { String(reflecting: Self.self) }
 }
@@ -58,6 +65,10 @@ public struct JSONPayloadCodec: PayloadCodec {
     }
 
     public func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
+        try decoder.decode(type, from: Data(bytes))
+    }
+
+    public func decode<T: Decodable>(_ type: T.Type, fromBuffer bytes: UnsafeRawBufferPointer) throws -> T {
         try decoder.decode(type, from: Data(bytes))
     }
 }

@@ -178,24 +178,34 @@ extension WorkflowStore {
     }
 
     func readEntries(record: InstanceRecord, id: String, from: UInt64, through: UInt64) throws -> [LogEntry] {
-        guard from <= through else { return [] }
-        return try storageCall(instance: id) {
+        var entries: [LogEntry] = []
+        try visitEntries(record: record, id: id, from: from, through: through) { entries.append($0.entry) }
+        return entries
+    }
+
+    /// Calls `visit` with entries `from...through` of the instance, in order, read in place inside
+    /// one read transaction (a view's payload is valid only during its call). A missing entry or
+    /// one whose checksum fails is ``DurableError/Kind/corruptEntry``; errors `visit` throws end
+    /// the walk and are rethrown.
+    func visitEntries(
+        record: InstanceRecord, id: String, from: UInt64, through: UInt64, _ visit: (LogEntry.View) throws -> Void
+    ) throws {
+        guard from <= through else { return }
+        try storageCall(instance: id) {
             try environment.read { txn in
-                var entries: [LogEntry] = []
                 var expected = from
                 var cache = LogEntry.DecodingCache()
                 try txn.forEach(in: layout.log, from: LogKey(instance: record.key, sequence: from)) { key, value in
                     let logKey = try LogKey(lmdbBytes: key)
                     guard logKey.instance == record.key, logKey.sequence <= through else { return false }
-                    guard logKey.sequence == expected, let entry = LogEntry.decode(value, sequence: logKey.sequence, cache: &cache) else {
+                    guard logKey.sequence == expected, let entry = LogEntry.View.decode(value, sequence: logKey.sequence, cache: &cache) else {
                         throw corrupt(id, sequence: expected)
                     }
-                    entries.append(entry)
+                    try visit(entry)
                     expected += 1
                     return true
                 }
                 if expected <= through { throw corrupt(id, sequence: expected) }
-                return entries
             }
         }
     }

@@ -80,7 +80,7 @@ extension WorkflowStore {
         var decoders = DecoderCache()
         while next <= plan.target {
             let last = min(next + Self.replayChunk - 1, plan.target)
-            for entry in try readEntries(record: plan.record, id: plan.id, from: next, through: last) {
+            try visitEntries(record: plan.record, id: plan.id, from: next, through: last) { entry in
                 try apply(entry, plan: plan, driver: driver, configuration: configuration, decoders: &decoders)
             }
             for observer in observers { observer.replayProgress(instance: plan.id, sequence: last, target: plan.target) }
@@ -96,9 +96,9 @@ extension WorkflowStore {
     private struct DecoderCache {
         var tag = ""
         var version = -1
-        var decode: (@Sendable ([UInt8], any PayloadCodec) throws -> any DurableAction)?
+        var decode: ActionRegistry.Decoder?
 
-        mutating func decoder(for entry: LogEntry, in registry: ActionRegistry) -> (@Sendable ([UInt8], any PayloadCodec) throws -> any DurableAction)? {
+        mutating func decoder(for entry: LogEntry.View, in registry: ActionRegistry) -> ActionRegistry.Decoder? {
             if let decode, entry.actionVersion == version, entry.actionTag == tag { return decode }
             decode = registry.decoder(tag: entry.actionTag, version: entry.actionVersion)
             tag = entry.actionTag
@@ -107,16 +107,14 @@ extension WorkflowStore {
         }
     }
 
+    /// Applies one entry, read in place, to the tree.
     private func apply<W: DurableWorkflow>(
-        _ entry: LogEntry, plan: ReplayPlan<W>, driver: any ReplayDriver, configuration: DurableConfiguration,
+        _ entry: LogEntry.View, plan: ReplayPlan<W>, driver: any ReplayDriver, configuration: DurableConfiguration,
         decoders: inout DecoderCache
     ) throws {
         do {
             if entry.isProps {
-                guard let props = StateCoding.decode(W.self, from: entry.payload, codec: configuration.codec) else {
-                    throw failure(.undecodablePayload, entry, plan.id, "the props do not decode as \(String(reflecting: W.self))")
-                }
-                try driver.updateRoot(props: props, time: entry.time, sequence: entry.sequence)
+                try applyProps(entry, plan: plan, driver: driver, configuration: configuration)
             } else {
                 guard let decoder = decoders.decoder(for: entry, in: configuration.actions) else {
                     throw failure(.unknownActionType, entry, plan.id,
@@ -149,7 +147,18 @@ extension WorkflowStore {
         }
     }
 
-    private func failure(_ kind: DurableError.Kind, _ entry: LogEntry, _ id: String, _ detail: String, recovery: String = "") -> DurableError {
+    /// A props update (out of line: its `Optional<W>` would otherwise be looked up for every entry).
+    @inline(never)
+    private func applyProps<W: DurableWorkflow>(
+        _ entry: LogEntry.View, plan: ReplayPlan<W>, driver: any ReplayDriver, configuration: DurableConfiguration
+    ) throws {
+        guard let props = StateCoding.decode(W.self, from: Array(entry.payload), codec: configuration.codec) else {
+            throw failure(.undecodablePayload, entry, plan.id, "the props do not decode as \(String(reflecting: W.self))")
+        }
+        try driver.updateRoot(props: props, time: entry.time, sequence: entry.sequence)
+    }
+
+    private func failure(_ kind: DurableError.Kind, _ entry: LogEntry.View, _ id: String, _ detail: String, recovery: String = "") -> DurableError {
         DurableError(kind, store: path, instance: id, sequence: entry.sequence, actionTag: entry.actionTag,
                      nodePath: entry.nodePath.description, detail: detail, recovery: recovery)
     }

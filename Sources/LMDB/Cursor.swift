@@ -25,6 +25,16 @@ public struct RawEntry {
     }
 }
 
+/// Moves `cursor` with `op`: the entry it lands on (`nil` past either end or on an error) and
+/// LMDB's return code. Free and non-generic, so that a loop over a cursor needs no type metadata
+/// per step (a method of the generic `Cursor` is passed its type's metadata on every call).
+func cursorMove(_ cursor: OpaquePointer, _ op: MDB_cursor_op) -> (entry: RawEntry?, rc: Int32) {
+    var key = MDB_val()
+    var data = MDB_val()
+    let rc = mdb_cursor_get(cursor, &key, &data, op)
+    return (rc == 0 ? RawEntry(key: key.buffer, value: data.buffer) : nil, rc)
+}
+
 /// A position in a database, for ordered scans and seeks in either direction.
 ///
 /// It lives only inside ``Transaction/withCursor(on:_:)`` and is closed when that returns.
@@ -84,12 +94,9 @@ public struct Cursor<Key, Value, Mode: TransactionMode>: ~Copyable {
     }
 
     private func move(_ op: MDB_cursor_op, _ name: String) throws(LMDBError) -> RawEntry? {
-        var key = MDB_val()
-        var data = MDB_val()
-        let rc = mdb_cursor_get(cursor, &key, &data, op)
-        if rc == MDB_NOTFOUND || (rc == EINVAL && op == MDB_GET_CURRENT) { return nil }
-        guard rc == 0 else { throw failure(rc, name) }
-        return RawEntry(key: key.buffer, value: data.buffer)
+        let (entry, rc) = cursorMove(cursor, op)
+        guard rc == 0 || rc == MDB_NOTFOUND || (rc == EINVAL && op == MDB_GET_CURRENT) else { throw failure(rc, name) }
+        return entry
     }
 
     func failure(_ rc: Int32, _ name: String) -> LMDBError {

@@ -85,9 +85,12 @@ extension Transaction where Mode: TransactionMode {
             } else {
                 entry = reverse ? try cursor.last() : try cursor.first()
             }
+            let step = reverse ? MDB_PREV : MDB_NEXT
             while let current = entry {
                 guard try body(current.key, current.value) else { return }
-                entry = reverse ? try cursor.previous() : try cursor.next()
+                let (next, rc) = cursorMove(cursor.cursor, step)
+                guard rc == 0 || rc == MDB_NOTFOUND else { throw cursor.failure(rc, reverse ? "previous" : "next") }
+                entry = next
             }
         }
     }

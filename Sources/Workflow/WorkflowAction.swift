@@ -16,9 +16,23 @@ public protocol WorkflowAction<WorkflowType>: Sendable {
 
     /// Changes `state` with access to the node's current props through `context`.
     func apply(toState state: inout WorkflowType.State, context: ApplyContext<WorkflowType>) -> WorkflowType.Output?
+
+    /// The runtime's entry point: applies the action and hands its output, if any, to `emit`.
+    /// Do not implement it. The default calls ``apply(toState:context:)``; being inlinable, it is
+    /// specialised for each action type where the type is declared, so the runtime's generic code
+    /// needs no type lookup per action (for the context and the optional output).
+    func _apply(
+        toState state: inout WorkflowType.State, props: WorkflowType, now: WallTime, emit: (WorkflowType.Output) -> Void)
 }
 
 extension WorkflowAction {
+    @inlinable
+    public func _apply(
+        toState state: inout WorkflowType.State, props: WorkflowType, now: WallTime, emit: (WorkflowType.Output) -> Void
+    ) {
+        if let output = apply(toState: &state, context: ApplyContext(props: props, now: now)) { emit(output) }
+    }
+
     public func apply(toState state: inout WorkflowType.State, context: ApplyContext<WorkflowType>) -> WorkflowType.Output? {
         apply(toState: &state)
     }

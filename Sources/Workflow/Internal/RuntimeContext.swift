@@ -29,7 +29,10 @@ final class RuntimeContext: RuntimeTree {
     /// What the worker output being applied asks the journal to commit with it.
     @exclusivity(unchecked) var pendingAttachment: (any Sendable)?
     @exclusivity(unchecked) private var nextID: UInt64 = 1
-    @exclusivity(unchecked) private var lastLookup: (path: NodePath, node: any AnyWorkflowNode)?
+    // The last answer of `node(at:)`, kept apart (not as an optional tuple) so that checking it
+    // copies nothing: a copy of the path and node is three reference-count operations.
+    @exclusivity(unchecked) private var lastLookupPath = NodePath(segments: [])
+    @exclusivity(unchecked) private var lastLookupNode: (any AnyWorkflowNode)?
     /// Services from the host configuration.
     @exclusivity(unchecked) var dependencies: [ObjectIdentifier: any Sendable] = [:]
 
@@ -57,14 +60,15 @@ final class RuntimeContext: RuntimeTree {
     /// The live node at `path`; replay asks for the same path entry after entry, so the last
     /// answer is kept (and forgotten when that node ends).
     func node(at path: NodePath) -> (any AnyWorkflowNode)? {
-        if let last = lastLookup, last.path == path { return last.node }
+        if lastLookupNode != nil, lastLookupPath == path { return lastLookupNode }
         guard let node = nodesByPath[path] else { return nil }
-        lastLookup = (path, node)
+        lastLookupPath = path
+        lastLookupNode = node
         return node
     }
 
     func unregister(_ node: any AnyWorkflowNode) {
-        if lastLookup?.node.id == node.id { lastLookup = nil }
+        if lastLookupNode?.id == node.id { lastLookupNode = nil }
         nodes[node.id] = nil
         nodesByPath[node.info.path] = nil
         for observer in observers { observer.nodeDidEnd(node.info) }

@@ -76,10 +76,10 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
     func apply<Action: WorkflowAction>(_ action: Action, origin: ActionOrigin?) where Action.WorkflowType == W {
         if let origin, runtime.recordsActions { runtime.lastApplied = (action, info.path, origin) }
         guard runtime.observers.isEmpty else { return applyObserved(action, origin: origin) }
-        let output = action.apply(toState: &state, context: ApplyContext(props: workflow, now: runtime.currentTime))
-        if let output { outputHandler?(output) }
+        action._apply(toState: &state, props: workflow, now: runtime.currentTime) { output in outputHandler?(output) }
     }
 
+    @inline(never)
     private func applyObserved<Action: WorkflowAction>(_ action: Action, origin: ActionOrigin?) where Action.WorkflowType == W {
         let completions = runtime.observers.compactMap {
             $0.actionWillApply(ActionEvent(node: info, action: action, origin: origin, stateBefore: state))

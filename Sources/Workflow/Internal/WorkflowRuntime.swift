@@ -405,31 +405,39 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
 
     /// Applies logged entries during init, on the init thread (the drainer).
     private struct Replayer: ReplayDriver {
+        // The runtime outlives replay, and its context outlives the runtime's use of it; reaching
+        // the context through `runtime.context` on every step cost a retain and release each time.
         unowned(unsafe) let runtime: WorkflowRuntime
+        unowned(unsafe) let context: RuntimeContext
 
-        var tree: any RuntimeTree { runtime.context }
+        init(runtime: WorkflowRuntime) {
+            self.runtime = runtime
+            self.context = runtime.context
+        }
+
+        var tree: any RuntimeTree { context }
 
         func apply<Action: WorkflowAction>(
             _ action: Action, at path: NodePath, origin: ActionOrigin, time: WallTime, sequence: UInt64
         ) throws(ReplayMismatch) {
-            guard let found = runtime.context.node(at: path) else { throw .noNode(path) }
+            guard let found = context.node(at: path) else { throw .noNode(path) }
             guard found.workflowTypeID == ObjectIdentifier(Action.WorkflowType.self) else {
                 throw .wrongWorkflowType(path, expected: NodePath.typeName(Action.WorkflowType.self))
             }
             let node = unsafeDowncast(found as AnyObject, to: WorkflowNode<Action.WorkflowType>.self)
-            runtime.context.currentTime = time
+            context.currentTime = time
             runtime.setPhase(.applying)
             node.apply(action, origin: origin)
-            runtime.context.lastApplied = nil
-            runtime.context.currentSequence = sequence
+            context.lastApplied = nil
+            context.currentSequence = sequence
             runtime.renderPass()
         }
 
         func updateRoot(props: any Sendable, time: WallTime, sequence: UInt64) throws(ReplayMismatch) {
             guard let workflow = props as? Root else { throw .wrongPropsType("\(type(of: props))") }
-            runtime.context.currentTime = time
+            context.currentTime = time
             runtime.root.update(workflow: workflow)
-            runtime.context.currentSequence = sequence
+            context.currentSequence = sequence
             runtime.renderPass()
         }
     }
