@@ -44,13 +44,15 @@ public struct LogEntry: Sendable, Hashable {
 
     // MARK: Binary form
 
-    private static let formatByte: UInt8 = 1
+    /// The entry format written today: 2 (a ``WordChecksum``); format 1 (FNV-1a) is still read.
+    package static let currentFormat: UInt8 = 2
 
     /// The bytes stored in the log: a versioned binary record ending in a checksum over the
-    /// record and its sequence, so torn, flipped or misplaced bytes are detected.
-    func encoded() -> [UInt8] {
+    /// record and its sequence, so torn, flipped or misplaced bytes are detected. `format` is for
+    /// tests of older stores.
+    package func encoded(format: UInt8 = LogEntry.currentFormat) -> [UInt8] {
         var writer = ByteWriter(capacity: 64 + payload.count)
-        writer.write(Self.formatByte)
+        writer.write(format)
         writer.write(UInt8(digest == nil ? 0 : 1))
         writer.write(origin.logCode)
         writer.write(time.nanosecondsSinceEpoch)
@@ -63,11 +65,24 @@ public struct LogEntry: Sendable, Hashable {
         writer.write(actionTag)
         writer.write(UInt32(actionVersion))
         writer.write(block: payload)
-        var checksum = FNV1a64()
-        checksum.combine(writer.bytes)
-        withUnsafeBytes(of: sequence.littleEndian) { checksum.combine($0) }
-        writer.write(checksum.value)
+        let checksum = writer.bytes.withUnsafeBytes { Self.checksum($0, sequence: sequence, format: format) }
+        writer.write(checksum ?? 0)
         return writer.bytes
+    }
+
+    /// The checksum of a record of `format` (without its last 8 bytes); `nil` for an unknown format.
+    private static func checksum(_ record: UnsafeRawBufferPointer, sequence: UInt64, format: UInt8) -> UInt64? {
+        switch format {
+        case 2:
+            return WordChecksum.of(record, sequence: sequence)
+        case 1:
+            var checksum = FNV1a64()
+            checksum.combine(record)
+            withUnsafeBytes(of: sequence.littleEndian) { checksum.combine($0) }
+            return checksum.value
+        default:
+            return nil
+        }
     }
 
     /// What consecutive entries usually share: the node path and the action tag. Decoding with a
@@ -102,7 +117,7 @@ public struct LogEntry: Sendable, Hashable {
     }
 
     /// Decodes the stored bytes of entry `sequence`; `nil` when they are corrupt.
-    static func decode(_ bytes: UnsafeRawBufferPointer, sequence: UInt64) -> LogEntry? {
+    package static func decode(_ bytes: UnsafeRawBufferPointer, sequence: UInt64) -> LogEntry? {
         var cache = DecodingCache()
         return decode(bytes, sequence: sequence, cache: &cache)
     }
@@ -137,14 +152,13 @@ public struct LogEntry: Sendable, Hashable {
         /// tag of the entry read before through `cache`; `nil` when they are corrupt.
         static func decode(_ bytes: UnsafeRawBufferPointer, sequence: UInt64, cache: inout DecodingCache) -> View? {
             guard bytes.count > 8 else { return nil }
-            var checksum = FNV1a64()
-            checksum.combine(UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 8)]))
-            withUnsafeBytes(of: sequence.littleEndian) { checksum.combine($0) }
+            let record = UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 8)])
             let stored = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: bytes.count - 8, as: UInt64.self))
-            guard stored == checksum.value else { return nil }
-            var reader = ByteReader(UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 8)]))
+            // A flipped format byte picks the other algorithm (or none): the checksum still fails.
+            guard let computed = LogEntry.checksum(record, sequence: sequence, format: bytes[0]), computed == stored else { return nil }
+            var reader = ByteReader(record)
             do {
-                guard try reader.read(UInt8.self) == formatByte else { return nil }
+                _ = try reader.read(UInt8.self)  // the format, checked with the checksum
                 let hasDigest = try reader.read(UInt8.self) == 1
                 guard let origin = ActionOrigin(logCode: try reader.read(UInt8.self)) else { return nil }
                 let time = WallTime(nanosecondsSinceEpoch: try reader.read(Int64.self))
