@@ -8,7 +8,7 @@ struct LogKey: LMDBCodable, Hashable {
 
     func withLMDBBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         var bytes = (instance.bigEndian, sequence.bigEndian)
-        return try Swift.withUnsafeBytes(of: &bytes) { raw in Result { () throws(E) -> R in try body(raw) } }.get()
+        return try Swift.withUnsafeBytes(of: &bytes) { (raw) throws(E) -> R in try body(raw) }
     }
 
     init(instance: UInt64, sequence: UInt64) {

@@ -35,7 +35,13 @@ public typealias LMDBCodable = LMDBEncodable & LMDBDecodable
 
 extension Array: LMDBEncodable where Element == UInt8 {
     public func withLMDBBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
-        try withUnsafeBytes { bytes in Result { () throws(E) -> R in try body(bytes) } }.get()
+        // `withUnsafeBytes` rethrows untyped errors; the cast runs only when `body` threw (an `E`).
+        // (A `Result` wrapper costs a type-metadata lookup on every call.)
+        do {
+            return try withUnsafeBytes { bytes in try body(bytes) }
+        } catch {
+            throw error as! E
+        }
     }
 }
 
@@ -48,10 +54,11 @@ extension Array: LMDBDecodable where Element == UInt8 {
 extension String: LMDBEncodable {
     public func withLMDBBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         var copy = self
-        let result = copy.withUTF8 { utf8 in
-            Result { () throws(E) -> R in try body(UnsafeRawBufferPointer(utf8)) }
+        do {
+            return try copy.withUTF8 { utf8 in try body(UnsafeRawBufferPointer(utf8)) }
+        } catch {
+            throw error as! E  // only `body` throws, and it throws `E`
         }
-        return try result.get()
     }
 }
 
@@ -68,7 +75,7 @@ extension String: LMDBDecodable {
 extension UInt64: LMDBEncodable {
     public func withLMDBBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         var bigEndian = self.bigEndian
-        return try Swift.withUnsafeBytes(of: &bigEndian) { bytes in Result { () throws(E) -> R in try body(bytes) } }.get()
+        return try Swift.withUnsafeBytes(of: &bigEndian) { (bytes) throws(E) -> R in try body(bytes) }
     }
 }
 
