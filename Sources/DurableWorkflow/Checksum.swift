@@ -24,7 +24,8 @@ struct FNV1a64 {
 }
 
 /// The checksum of log entries from entry format 2 on: 64 bits, eight bytes per step, so an
-/// entry of 100 bytes costs 14 multiplications where FNV-1a costs 100 (it was a tenth of replay).
+/// entry of 100 bytes takes 14 steps where FNV-1a takes 100 dependent multiplications (it was a
+/// tenth of replay).
 /// Each step is a bijection of the running value for a given word and of the word for a given
 /// running value, so a change confined to one 8-byte word always changes the result; the length
 /// seeds it, so zero padding cannot hide a truncation. Not cryptographic.

@@ -121,7 +121,9 @@ final class SignalDispatcher: @unchecked Sendable {
 
     private func loop() {
         var lastDelivery: ContinuousClock.Instant?
-        var seenWakes = localWakes.load(ordering: .sequentiallyConsistent)
+        // Zero, not the counter's current value: a wake-up before the loop's first look (an attach
+        // right after open, while `awake` is still set and sends no datagram) must not count as seen.
+        var seenWakes: UInt64 = 0
         while !state.withLock({ $0.stopped }) {
             var woken = false
             if let last = lastDelivery, configuration.spinAfterDelivery > .zero {
