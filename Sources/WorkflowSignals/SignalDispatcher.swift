@@ -3,12 +3,14 @@ import LMDB
 import Synchronization
 import Workflow
 
-/// Delivers pending versions to the consumers attached in this process, on one thread, in
-/// version order per consumer; woken by posts (local or from other processes) and by a poll of
-/// the store's last transaction id.
+/// Delivers pending versions to the consumers attached in this process, one delivery at a time,
+/// in version order per consumer: on its own thread, woken by posts (local or from other
+/// processes) and by a poll of the store's last transaction id, or (when configured) on a
+/// posting thread that finds it asleep.
 final class SignalDispatcher: @unchecked Sendable {
-    // @unchecked Sendable: `state` is guarded by its mutex; `channel` is thread-safe; `thread`
-    // is written once in `start` before any other thread can see it, then only read.
+    // @unchecked Sendable: `state` is guarded by its mutex, deliveries by `delivering`; `channel`
+    // is thread-safe; `thread` and `center` are written once in `start` before any post or other
+    // thread can see them, then only read.
 
     private struct Attached {
         var handler: SignalHandler
@@ -29,7 +31,12 @@ final class SignalDispatcher: @unchecked Sendable {
     private let channel: WakeChannel?
     private let state = Mutex(State())
     private weak var center: SignalCenter?
-    private var lastReadID: UInt64 = 0
+    /// The id of the last transaction a delivery pass read: a later commit may hold a post.
+    private let lastReadID = Atomic<UInt64>(0)
+    /// Held by whichever thread delivers (the loop, or a poster), so deliveries never overlap.
+    private let delivering = Mutex(())
+    /// The thread holding `delivering` (0 when none): `stop` from a handler must not wait for it.
+    private let deliveringThread = Atomic<UInt>(0)
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
     /// Wakes the loop when there is no socket (the fallback poll waits on it).
@@ -77,6 +84,10 @@ final class SignalDispatcher: @unchecked Sendable {
         if let thread, thread != Thread.current {
             finished.wait()
         }
+        // A posting thread may be delivering: wait for it too, unless this is that thread.
+        if deliveringThread.load(ordering: .sequentiallyConsistent) != Self.currentThread() {
+            delivering.withLock { _ in }
+        }
     }
 
     func attach(_ consumer: ConsumerID, handler: SignalHandler) {
@@ -104,11 +115,34 @@ final class SignalDispatcher: @unchecked Sendable {
         if let channel { channel.wakeSelf() } else { localWake.signal() }
     }
 
-    /// After a post: wakes this process's loop (if it has handlers to deliver to) and every
-    /// other process with a socket in the store.
-    func wakeEveryone() {
-        if attachedCount.load(ordering: .sequentiallyConsistent) > 0 { wakeSelf() }
+    /// After a post: wakes every other process with a socket in the store, and delivers to this
+    /// process's handlers (if it has any) here or by waking the loop.
+    func didPost() {
         channel?.wakeOthers()
+        guard attachedCount.load(ordering: .sequentiallyConsistent) > 0 else { return }
+        if configuration.deliverOnPostingThread, !awake.load(ordering: .sequentiallyConsistent), let center,
+           deliverHere(center) {
+            return
+        }
+        wakeSelf()
+    }
+
+    /// Delivers on the calling thread unless a delivery is running (the loop's, another poster's,
+    /// or this thread's own: a post from a handler); returns whether it did. A loop that wakes
+    /// meanwhile waits for the lock and then finds nothing left, so no wake-up is needed.
+    private func deliverHere(_ center: SignalCenter) -> Bool {
+        let delivered = delivering.withLockIfAvailable { _ -> Bool in
+            if state.withLock({ $0.stopped }) { return true }
+            deliveringThread.store(Self.currentThread(), ordering: .sequentiallyConsistent)
+            defer { deliveringThread.store(0, ordering: .sequentiallyConsistent) }
+            _ = deliverPending(center)
+            return true
+        }
+        return delivered ?? false
+    }
+
+    private static func currentThread() -> UInt {
+        UInt(pthread_self())
     }
 
     /// A workflow delivery was committed (with its log entry) or abandoned: the next may go.
@@ -137,9 +171,25 @@ final class SignalDispatcher: @unchecked Sendable {
             }
             seenWakes = localWakes.load(ordering: .sequentiallyConsistent)
             guard let center else { return }
-            if woken || environment.lastTransactionID > lastReadID || hasRetryDue() {
-                if deliverPending(center) > 0 { lastDelivery = .now }
+            if woken || environment.lastTransactionID > lastReadID.load(ordering: .relaxed) || hasRetryDue() {
+                if deliverTakingTurns(center) > 0 { lastDelivery = .now }
             }
+        }
+    }
+
+    /// Delivers once any posting thread's delivery has finished (it may have left versions
+    /// committed during its pass). Waits by polling, not blocking, so that a handler on a posting
+    /// thread can call `stop`, which waits for this loop.
+    private func deliverTakingTurns(_ center: SignalCenter) -> Int {
+        while true {
+            let handedOver = delivering.withLockIfAvailable { _ -> Int in
+                deliveringThread.store(Self.currentThread(), ordering: .sequentiallyConsistent)
+                defer { deliveringThread.store(0, ordering: .sequentiallyConsistent) }
+                return deliverPending(center)
+            }
+            if let handedOver { return handedOver }
+            if state.withLock({ $0.stopped }) { return 0 }
+            usleep(20)
         }
     }
 
@@ -148,7 +198,7 @@ final class SignalDispatcher: @unchecked Sendable {
     private func spin(until deadline: ContinuousClock.Instant, seenWakes: UInt64) -> Bool {
         var checks = 0
         while true {
-            if localWakes.load(ordering: .sequentiallyConsistent) != seenWakes || environment.lastTransactionID > lastReadID {
+            if localWakes.load(ordering: .sequentiallyConsistent) != seenWakes || environment.lastTransactionID > lastReadID.load(ordering: .relaxed) {
                 return true
             }
             checks += 1
@@ -174,7 +224,7 @@ final class SignalDispatcher: @unchecked Sendable {
     /// Delivers to every attached consumer; returns how many versions were handed over.
     private func deliverPending(_ center: SignalCenter) -> Int {
         let consumers = state.withLock { Array($0.attached.keys) }
-        if let id = try? environment.read({ txn in txn.id }) { lastReadID = id }
+        if let id = try? environment.read({ txn in txn.id }) { lastReadID.store(id, ordering: .relaxed) }
         return consumers.reduce(0) { $0 + deliverAll(to: $1, center) }
     }
 
@@ -184,7 +234,8 @@ final class SignalDispatcher: @unchecked Sendable {
         let layout = center.layout, keepLatest = configuration.keepLatest
         var handedOver = 0
         while true {
-            guard let attached = state.withLock({ $0.attached[consumerID] }) else { return handedOver }
+            // Nothing more once stopped (a handler may stop the center mid-pass).
+            guard let attached = state.withLock({ $0.stopped ? nil : $0.attached[consumerID] }) else { return handedOver }
             if let retry = attached.retryAfter, retry > .now { return handedOver }
             let next: SignalDelivery?
             do {

@@ -1,6 +1,7 @@
 import DurableWorkflow
 import Foundation
 import Histogram
+import LMDB
 import WorkflowSignals
 
 /// Nanoseconds of the system-wide monotonic clock: comparable across processes on one host.
@@ -39,10 +40,11 @@ enum SignalsScenario {
 
     /// One process posts `pings` times, each after the previous delivery (and `pause` µs more);
     /// returns the post-to-handler latencies.
-    static func pingPong(pings: Int, pause: UInt32) throws -> Histogram<UInt64> {
+    static func pingPong(pings: Int, pause: UInt32, onPostingThread: Bool = false) throws -> Histogram<UInt64> {
         let dir = try temporaryStore("signals-local")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let center = try SignalCenter.open(path: dir, processIdentity: "bench", configuration: .init(durability: .noSync))
+        let center = try SignalCenter.open(path: dir, processIdentity: "bench", configuration: .init(
+            durability: .noSync, deliverOnPostingThread: onPostingThread))
         let signal = SignalID()
         let consumer = try center.register(signal, owner: "bench")
         let delivered = DispatchSemaphore(value: 0)
@@ -60,6 +62,32 @@ enum SignalsScenario {
         return latencies.histogram
     }
 
+    /// The raw LMDB floor of a local delivery: what a post and its delivery mark cost without the
+    /// engine (a commit of a version, a read transaction, a commit of a mark, no fsync), with
+    /// `pause` µs before each, as in ``pingPong(pings:pause:onPostingThread:)``.
+    static func rawTwoCommits(pings: Int, pause: UInt32) throws -> Histogram<UInt64> {
+        let dir = try temporaryStore("signals-raw")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let env = try Environment.open(path: dir, configuration: .init(durability: .noSync))
+        let versions: Database<UInt64, [UInt8]> = try env.database(named: "versions")
+        let marks: Database<UInt64, UInt64> = try env.database(named: "marks")
+        let latencies = LatencyLog()
+        for ping in 0..<UInt64(pings) {
+            if pause > 0 { usleep(pause) }
+            let start = monotonicNanoseconds()
+            try env.write { txn in try txn.put(Array(repeating: 1, count: 40), forKey: ping, in: versions) }
+            let payload = try env.read { txn in try txn.get(ping, in: versions) }
+            try env.write { txn in try txn.put(UInt64(payload?.count ?? 0), forKey: 1, in: marks) }
+            latencies.record(monotonicNanoseconds() - start)
+        }
+        return latencies.histogram
+    }
+
+    /// `measurements` with each percentile's ratio to the same percentile of `ceiling`.
+    static func relative(_ measurements: [Measurement], to ceiling: [Measurement]) -> [Measurement] {
+        zip(measurements, ceiling).map { $0.relative(to: $1) }
+    }
+
     static func run(runs: Int, scale: Double) throws -> [Measurement] {
         var results: [Measurement] = []
         let pings = max(200, Int(3_000 * scale))
@@ -69,9 +97,20 @@ enum SignalsScenario {
         // post commits; with a pause of 2 ms between pings it is asleep and a post must wake it.
         results += percentiles("in-process", runs: try (0..<runs).map { _ in try pingPong(pings: pings, pause: 0) },
                                detail: "post to at-most-once handler, same process, no fsync, \(pings) pings back to back")
+        results += percentiles("in-process-posting-thread", runs: try (0..<runs).map { _ in
+            try pingPong(pings: pings, pause: 0, onPostingThread: true)
+        }, detail: "as in-process, with deliverOnPostingThread (the dispatcher stays asleep; each post delivers itself)")
         let idlePings = max(100, pings / 3)
-        results += percentiles("in-process-idle", runs: try (0..<runs).map { _ in try pingPong(pings: idlePings, pause: 2000) },
-                               detail: "as in-process, 2 ms between pings: the dispatcher sleeps and is woken by each post")
+        // After 2 ms of idleness this machine runs even a raw commit several times slower than
+        // back to back: the idle cases are compared with raw LMDB doing the same two commits.
+        let rawIdle = percentiles("raw-idle-two-commits", runs: try (0..<runs).map { _ in try rawTwoCommits(pings: idlePings, pause: 2000) },
+                                  detail: "ceiling: raw LMDB commit + read + commit (no fsync), 2 ms apart, no engine")
+        results += rawIdle
+        results += relative(percentiles("in-process-idle", runs: try (0..<runs).map { _ in try pingPong(pings: idlePings, pause: 2000) },
+                                        detail: "as in-process, 2 ms between pings: the dispatcher sleeps and is woken by each post"), to: rawIdle)
+        results += relative(percentiles("in-process-idle-posting-thread", runs: try (0..<runs).map { _ in
+            try pingPong(pings: idlePings, pause: 2000, onPostingThread: true)
+        }, detail: "as in-process-idle, with deliverOnPostingThread: a post that finds the dispatcher asleep delivers itself"), to: rawIdle)
 
         // Across processes: this process consumes, a child (this binary) posts every millisecond.
         var remote: [Histogram<UInt64>] = []

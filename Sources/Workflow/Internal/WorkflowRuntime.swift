@@ -317,7 +317,10 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     private func commitPendingAndRelease(force: Bool) {
         guard let journal else { return }
         do {
-            if try journal.commitPending(force: force, commitLater: { [weak self] in self?.enqueue(.flush(nil)) }) {
+            // The deferred commit holds the runtime strongly for its short delay: a weak reference
+            // would give the runtime a side table, and every retain of it (each sink copied into a
+            // rendering) would take the slow path.
+            if try journal.commitPending(force: force, commitLater: { self.enqueue(.flush(nil)) }) {
                 uncommitted = false
                 releasePending()
             } else {
