@@ -20,8 +20,9 @@ public struct BinaryPayloadCodec: PayloadCodec {
 
     public func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
         let item = try BinaryEncoding.item(for: value, codingPath: [])
-        var out: [UInt8] = [Self.marker]
+        var out: [UInt8] = []
         out.reserveCapacity(32)
+        out.append(Self.marker)
         BinaryEncoding.write(item, to: &out)
         return out
     }

@@ -9,15 +9,52 @@ struct ByteWriter {
     }
 
     mutating func write(_ text: String) {
-        let utf8 = Array(text.utf8)
-        write(UInt32(utf8.count))
-        bytes.append(contentsOf: utf8)
+        var text = text
+        text.withUTF8 { utf8 in
+            write(UInt32(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
     }
 
     mutating func write(block: [UInt8]) {
         write(UInt32(block.count))
         bytes.append(contentsOf: block)
     }
+}
+
+/// Writes what a ``ByteWriter`` would, into memory sized in advance (``size(of:)``): one
+/// allocation and plain stores, for records written once per action (log entries).
+struct RawWriter {
+    private let base: UnsafeMutableRawPointer
+    private(set) var offset = 0
+
+    init(_ base: UnsafeMutableRawPointer) { self.base = base }
+
+    /// The bytes a length-prefixed string takes.
+    static func size(of text: String) -> Int { 4 + text.utf8.count }
+
+    mutating func write<T: FixedWidthInteger>(_ value: T) {
+        base.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self)
+        offset += MemoryLayout<T>.size
+    }
+
+    mutating func write(_ text: String) {
+        var text = text
+        text.withUTF8 { write(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    mutating func write(block: [UInt8]) {
+        block.withUnsafeBytes { write(bytes: $0) }
+    }
+
+    private mutating func write(bytes: UnsafeRawBufferPointer) {
+        write(UInt32(bytes.count))
+        if let source = bytes.baseAddress { (base + offset).copyMemory(from: source, byteCount: bytes.count) }
+        offset += bytes.count
+    }
+
+    /// The bytes written so far.
+    var written: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: offset) }
 }
 
 /// Reads what a ``ByteWriter`` wrote; every read checks the remaining length.

@@ -16,6 +16,8 @@ final class InstanceJournal: RuntimeJournal {
     private(set) var currentSequence: UInt64
     /// This host's claim on the instance (stored with the index state).
     private let owner: InstanceOwner
+    /// Each action and state type's encoder, found once.
+    private let encoders = EncoderCache()
 
     /// A journal for an instance whose `record` already carries this host's `owner` claim.
     init(store: WorkflowStore, instanceID: String, record: InstanceRecord, configuration: DurableConfiguration) {
@@ -32,17 +34,28 @@ final class InstanceJournal: RuntimeJournal {
         action: any WorkflowAction, at path: NodePath, origin: ActionOrigin, time: WallTime, attachment: (any Sendable)?,
         tree: any RuntimeTree
     ) throws {
-        guard let durable = action as? any DurableAction else {
+        try record(opened: action, at: path, origin: origin, time: time)
+        if let attachment, let attachment = attachment as? any CommitAttachment { pendingAttachments.append(attachment) }
+    }
+
+    private func record<A: WorkflowAction>(opened action: A, at path: NodePath, origin: ActionOrigin, time: WallTime) throws {
+        guard let encoder = encoders.actionEncoder(for: A.self) else {
             throw DurableError(
                 .actionNotDurable, store: store.path, instance: instanceID, sequence: currentSequence + 1, nodePath: path.description,
-                detail: "\(type(of: action)) was applied to a durable host but is not a DurableAction, so it cannot be logged",
+                detail: "\(A.self) was applied to a durable host but is not a DurableAction, so it cannot be logged",
                 recovery: "Make the action Codable and conform it to DurableAction (and register it)")
         }
-        let payload = try encode(durable, path: path)
-        if let attachment = attachment as? any CommitAttachment { pendingAttachments.append(attachment) }
+        let payload: [UInt8]
+        do {
+            payload = try withUnsafePointer(to: action) { try encoder.encode(UnsafeRawPointer($0), configuration.codec) }
+        } catch {
+            throw DurableError(.notCodable, store: store.path, instance: instanceID, sequence: currentSequence + 1,
+                               actionTag: encoder.tag, nodePath: path.description,
+                               detail: "the action could not be encoded: \(error)")
+        }
         append(LogEntry(
             sequence: currentSequence + 1, time: time, origin: origin, nodePath: path,
-            actionTag: type(of: durable).tag, actionVersion: type(of: durable).version, payload: payload, digest: nil))
+            actionTag: encoder.tag, actionVersion: encoder.version, payload: payload, digest: nil))
     }
 
     func record(props: any Sendable, time: WallTime, tree: any RuntimeTree) throws {
@@ -50,16 +63,6 @@ final class InstanceJournal: RuntimeJournal {
         append(LogEntry(
             sequence: currentSequence + 1, time: time, origin: .props, nodePath: WorkflowStore.rootPath(of: type(of: props)),
             actionTag: LogEntry.propsTag, actionVersion: 1, payload: rootProps, digest: nil))
-    }
-
-    private func encode(_ action: any DurableAction, path: NodePath) throws -> [UInt8] {
-        do {
-            return try configuration.codec.encode(action)
-        } catch {
-            throw DurableError(.notCodable, store: store.path, instance: instanceID, sequence: currentSequence + 1,
-                               actionTag: type(of: action).tag, nodePath: path.description,
-                               detail: "the action could not be encoded: \(error)")
-        }
     }
 
     private func append(_ entry: LogEntry) {
@@ -70,7 +73,7 @@ final class InstanceJournal: RuntimeJournal {
     func renderPassDidFinish(tree: any RuntimeTree) throws -> Bool {
         if case .every(let interval) = configuration.digests, interval > 0, currentSequence % UInt64(interval) == 0,
            let last = pending.last {
-            let digest = try StateCoding.digest(of: tree, codec: configuration.codec, store: store.path, instance: instanceID)
+            let digest = try StateCoding.digest(of: tree, encoders: encoders, codec: configuration.codec, store: store.path, instance: instanceID)
             pending[pending.count - 1] = LogEntry(
                 sequence: last.sequence, time: last.time, origin: last.origin, nodePath: last.nodePath,
                 actionTag: last.actionTag, actionVersion: last.actionVersion, payload: last.payload, digest: digest)

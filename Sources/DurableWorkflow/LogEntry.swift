@@ -51,23 +51,27 @@ public struct LogEntry: Sendable, Hashable {
     /// record and its sequence, so torn, flipped or misplaced bytes are detected. `format` is for
     /// tests of older stores.
     package func encoded(format: UInt8 = LogEntry.currentFormat) -> [UInt8] {
-        var writer = ByteWriter(capacity: 64 + payload.count)
-        writer.write(format)
-        writer.write(UInt8(digest == nil ? 0 : 1))
-        writer.write(origin.logCode)
-        writer.write(time.nanosecondsSinceEpoch)
-        if let digest { writer.write(digest) }
-        writer.write(UInt16(nodePath.segments.count))
-        for segment in nodePath.segments {
-            writer.write(segment.workflowType)
-            writer.write(segment.key)
+        var size = 3 + 8 + (digest == nil ? 0 : 8) + 2 + RawWriter.size(of: actionTag) + 4 + 4 + payload.count + 8
+        for segment in nodePath.segments { size += RawWriter.size(of: segment.workflowType) + RawWriter.size(of: segment.key) }
+        return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            var writer = RawWriter(UnsafeMutableRawPointer(buffer.baseAddress!))
+            writer.write(format)
+            writer.write(UInt8(digest == nil ? 0 : 1))
+            writer.write(origin.logCode)
+            writer.write(time.nanosecondsSinceEpoch)
+            if let digest { writer.write(digest) }
+            writer.write(UInt16(nodePath.segments.count))
+            for segment in nodePath.segments {
+                writer.write(segment.workflowType)
+                writer.write(segment.key)
+            }
+            writer.write(actionTag)
+            writer.write(UInt32(actionVersion))
+            writer.write(block: payload)
+            writer.write(Self.checksum(writer.written, sequence: sequence, format: format) ?? 0)
+            precondition(writer.offset == size, "log entry size miscounted")
+            count = size
         }
-        writer.write(actionTag)
-        writer.write(UInt32(actionVersion))
-        writer.write(block: payload)
-        let checksum = writer.bytes.withUnsafeBytes { Self.checksum($0, sequence: sequence, format: format) }
-        writer.write(checksum ?? 0)
-        return writer.bytes
     }
 
     /// The checksum of a record of `format` (without its last 8 bytes); `nil` for an unknown format.

@@ -19,14 +19,14 @@ enum StateCoding {
         return open(decodable) as? T
     }
 
-    /// A digest of every node's path and encoded state, in path order (rule D4).
-    static func digest(of tree: any RuntimeTree, codec: any PayloadCodec, store: String, instance: String?) throws -> UInt64 {
-        var hash = FNV1a64()
-        for (path, state) in tree.nodeStates() {
-            hash.combine(path.description)
-            hash.combine(try encode(state, codec: codec, what: path.description, store: store, instance: instance))
-        }
-        return hash.value
+    /// A digest of every node's path and encoded state, in path order (rule D4); `encoders`
+    /// keeps each state type's encoder between calls.
+    static func digest(
+        of tree: any RuntimeTree, encoders: EncoderCache, codec: any PayloadCodec, store: String, instance: String?
+    ) throws -> UInt64 {
+        var digester = StateDigester(encoders: encoders, codec: codec, store: store, instance: instance)
+        try tree.visitNodeStates(&digester)
+        return digester.hash.value
     }
 }
 

@@ -92,11 +92,13 @@ extension WorkflowStore {
         }
     }
 
-    /// The decoder of the last action tag and version replayed (entries in a row usually share them).
+    /// The decoder of the last action tag and version replayed (entries in a row usually share
+    /// them), and the state encoders of digest checks.
     private struct DecoderCache {
         var tag = ""
         var version = -1
         var decode: ActionRegistry.Decoder?
+        let stateEncoders = EncoderCache()
 
         mutating func decoder(for entry: LogEntry.View, in registry: ActionRegistry) -> ActionRegistry.Decoder? {
             if let decode, entry.actionVersion == version, entry.actionTag == tag { return decode }
@@ -138,7 +140,8 @@ extension WorkflowStore {
                           recovery: "The workflow's render no longer declares the node this entry targets; replay with the code that wrote it")
         }
         if let recorded = entry.digest {
-            let actual = try StateCoding.digest(of: driver.tree, codec: configuration.codec, store: path, instance: plan.id)
+            let actual = try StateCoding.digest(of: driver.tree, encoders: decoders.stateEncoders, codec: configuration.codec,
+                                                store: path, instance: plan.id)
             if actual != recorded {
                 throw failure(.nonDeterministic, entry, plan.id,
                               "replay diverged: state digest \(hex(actual)) differs from the recorded \(hex(recorded))",

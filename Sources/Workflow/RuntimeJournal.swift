@@ -30,10 +30,18 @@ package protocol RuntimeJournal: AnyObject {
     var instanceID: String { get }
 }
 
+/// Receives live nodes' states with their static types (no boxing into `Any`).
+package protocol NodeStateVisitor {
+    /// Called once per live node, in order of `pathDescription` (`path.description`).
+    mutating func visit<State>(path: NodePath, pathDescription: String, state: State) throws
+}
+
 /// Reads node states during a journal callback (snapshots, digests).
 package protocol RuntimeTree {
     /// Every live node's path and state, ordered by path description.
     func nodeStates() -> [(path: NodePath, state: Any)]
+    /// Hands every live node's state to `visitor`, ordered by path description.
+    func visitNodeStates<Visitor: NodeStateVisitor>(_ visitor: inout Visitor) throws
     /// Every declared worker's node path, key and start sequence.
     func workerStarts() -> [(path: NodePath, key: String, sequence: UInt64)]
     /// The root workflow value (the props it was last given).

@@ -82,7 +82,17 @@ final class RuntimeContext: RuntimeTree {
     // MARK: RuntimeTree
 
     func nodeStates() -> [(path: NodePath, state: Any)] {
-        nodesByPath.values.map { ($0.info.path, $0.anyState) }.sorted { $0.path.description < $1.path.description }
+        nodesByPath.values.sorted { $0.pathDescription < $1.pathDescription }.map { ($0.info.path, $0.anyState) }
+    }
+
+    func visitNodeStates<Visitor: NodeStateVisitor>(_ visitor: inout Visitor) throws {
+        if nodesByPath.count == 1, let only = nodesByPath.values.first {
+            try only.visitState(&visitor)
+            return
+        }
+        for node in nodesByPath.values.sorted(by: { $0.pathDescription < $1.pathDescription }) {
+            try node.visitState(&visitor)
+        }
     }
 
     func rootWorkflow() -> Any {

@@ -4,8 +4,12 @@ protocol AnyWorkflowNode: AnyObject {
     var info: NodeInfo { get }
     /// `ObjectIdentifier` of the node's workflow type (a cheap type check before a downcast).
     var workflowTypeID: ObjectIdentifier { get }
-    /// The node's state, boxed (snapshots, digests, time travel).
+    /// The node's state, boxed (snapshots, time travel).
     var anyState: Any { get }
+    /// `info.path.description`, made once (digests order and hash nodes by it).
+    var pathDescription: String { get }
+    /// Hands the node's path and state, typed, to `visitor` (digests).
+    func visitState<Visitor: NodeStateVisitor>(_ visitor: inout Visitor) throws
     /// The node's props, boxed.
     var anyWorkflow: Any { get }
     /// The declared workers' keys and start sequences.
@@ -28,6 +32,7 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
 
     let id: NodeID
     let info: NodeInfo
+    let pathDescription: String
     @exclusivity(unchecked) private(set) var workflow: W
     @exclusivity(unchecked) private(set) var state: W.State
     // The runtime context owns the tree (through the root) and outlives every node.
@@ -55,6 +60,7 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
     init(workflow: W, path: NodePath, runtime: RuntimeContext) {
         self.id = runtime.makeID()
         self.info = NodeInfo(path: path)
+        self.pathDescription = path.description
         self.workflow = workflow
         self.state = runtime.restorer?.restoredState(at: path, as: W.State.self) ?? workflow.makeInitialState()
         self.runtime = runtime
@@ -102,6 +108,10 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
     }
 
     var anyState: Any { state }
+
+    func visitState<Visitor: NodeStateVisitor>(_ visitor: inout Visitor) throws {
+        try visitor.visit(path: info.path, pathDescription: pathDescription, state: state)
+    }
 
     var workflowTypeID: ObjectIdentifier { ObjectIdentifier(W.self) }
 
