@@ -15,45 +15,17 @@ final class EncoderCache {
         let encode: Encode
     }
 
-    private var actions: [ObjectIdentifier: ActionEncoder?] = [:]
-    private var states: [ObjectIdentifier: Encode?] = [:]
-    // The type seen last, checked before the dictionary: a host mostly logs one action type
-    // and digests one state type in a row.
-    private var lastActionType: ObjectIdentifier?
-    private var lastAction: ActionEncoder?
-    private var lastStateType: ObjectIdentifier?
-    private var lastState: Encode?
+    private var actions = PerType<ActionEncoder>()
+    private var states = PerType<Encode>()
 
     /// The encoder of action type `A`; `nil` when `A` is not a ``DurableAction``.
     func actionEncoder<A>(for type: A.Type) -> ActionEncoder? {
-        let id = ObjectIdentifier(type)
-        if id == lastActionType { return lastAction }
-        let found: ActionEncoder?
-        if let cached = actions[id] {
-            found = cached
-        } else {
-            found = (type as? any DurableAction.Type).map { Self.actionEncoder(of: $0) }
-            actions[id] = found
-        }
-        lastActionType = id
-        lastAction = found
-        return found
+        actions.value(for: type) { (type as? any DurableAction.Type).map { Self.actionEncoder(of: $0) } }
     }
 
     /// The encoder of values of type `T`; `nil` when `T` is not `Encodable`.
     func stateEncoder<T>(for type: T.Type) -> Encode? {
-        let id = ObjectIdentifier(type)
-        if id == lastStateType { return lastState }
-        let found: Encode?
-        if let cached = states[id] {
-            found = cached
-        } else {
-            found = (type as? any Encodable.Type).map { Self.encoder(of: $0) }
-            states[id] = found
-        }
-        lastStateType = id
-        lastState = found
-        return found
+        states.value(for: type) { (type as? any Encodable.Type).map { Self.encoder(of: $0) } }
     }
 
     private static func actionEncoder<D: DurableAction>(of type: D.Type) -> ActionEncoder {
@@ -62,6 +34,29 @@ final class EncoderCache {
 
     private static func encoder<E: Encodable>(of type: E.Type) -> Encode {
         { pointer, codec in try codec.encode(pointer.assumingMemoryBound(to: E.self).pointee) }
+    }
+}
+
+/// What was found for each type, the type seen last checked before the dictionary: a host mostly
+/// logs one action type and digests one state type in a row.
+private struct PerType<Value> {
+    private var found: [ObjectIdentifier: Value?] = [:]
+    private var lastType: ObjectIdentifier?
+    private var last: Value?
+
+    mutating func value<T>(for type: T.Type, _ make: () -> Value?) -> Value? {
+        let id = ObjectIdentifier(type)
+        if id == lastType { return last }
+        let value: Value?
+        if let cached = found[id] {
+            value = cached
+        } else {
+            value = make()
+            found[id] = value
+        }
+        lastType = id
+        last = value
+        return value
     }
 }
 
