@@ -120,25 +120,26 @@ final class SignalDispatcher: @unchecked Sendable {
     func didPost() {
         channel?.wakeOthers()
         guard attachedCount.load(ordering: .sequentiallyConsistent) > 0 else { return }
+        // Delivered here unless a delivery is running (the loop's, another poster's, or this
+        // thread's own: a post from a handler); then the loop is woken for it. A loop that wakes
+        // while this thread delivers waits for its turn and finds nothing left.
         if configuration.deliverOnPostingThread, !awake.load(ordering: .sequentiallyConsistent), let center,
-           deliverHere(center) {
+           deliverIfFree(center) != nil {
             return
         }
         wakeSelf()
     }
 
-    /// Delivers on the calling thread unless a delivery is running (the loop's, another poster's,
-    /// or this thread's own: a post from a handler); returns whether it did. A loop that wakes
-    /// meanwhile waits for the lock and then finds nothing left, so no wake-up is needed.
-    private func deliverHere(_ center: SignalCenter) -> Bool {
-        let delivered = delivering.withLockIfAvailable { _ -> Bool in
-            if state.withLock({ $0.stopped }) { return true }
+    /// Runs a delivery pass on the calling thread and returns how many versions it handed over,
+    /// or `nil` without waiting when another pass holds `delivering`.
+    private func deliverIfFree(_ center: SignalCenter) -> Int? {
+        let handedOver = delivering.withLockIfAvailable { _ -> Int in
+            if state.withLock({ $0.stopped }) { return 0 }
             deliveringThread.store(Self.currentThread(), ordering: .sequentiallyConsistent)
             defer { deliveringThread.store(0, ordering: .sequentiallyConsistent) }
-            _ = deliverPending(center)
-            return true
+            return deliverPending(center)
         }
-        return delivered ?? false
+        return handedOver
     }
 
     private static func currentThread() -> UInt {
@@ -182,12 +183,7 @@ final class SignalDispatcher: @unchecked Sendable {
     /// thread can call `stop`, which waits for this loop.
     private func deliverTakingTurns(_ center: SignalCenter) -> Int {
         while true {
-            let handedOver = delivering.withLockIfAvailable { _ -> Int in
-                deliveringThread.store(Self.currentThread(), ordering: .sequentiallyConsistent)
-                defer { deliveringThread.store(0, ordering: .sequentiallyConsistent) }
-                return deliverPending(center)
-            }
-            if let handedOver { return handedOver }
+            if let handedOver = deliverIfFree(center) { return handedOver }
             if state.withLock({ $0.stopped }) { return 0 }
             usleep(20)
         }
