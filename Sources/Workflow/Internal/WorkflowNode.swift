@@ -6,7 +6,7 @@ protocol AnyWorkflowNode: AnyObject {
     var workflowTypeID: ObjectIdentifier { get }
     /// The node's state, boxed (snapshots, time travel).
     var anyState: Any { get }
-    /// `info.path.description`, made once (digests order and hash nodes by it).
+    /// `info.path.description`, made once per node (digests order and hash nodes by it).
     var pathDescription: String { get }
     /// Hands the node's path and state, typed, to `visitor` (digests).
     func visitState<Visitor: NodeStateVisitor>(_ visitor: inout Visitor) throws
@@ -32,7 +32,8 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
 
     let id: NodeID
     let info: NodeInfo
-    let pathDescription: String
+    /// Made on first use: only digests and snapshots need it, not node creation.
+    private(set) lazy var pathDescription: String = info.path.description
     @exclusivity(unchecked) private(set) var workflow: W
     @exclusivity(unchecked) private(set) var state: W.State
     // The runtime context owns the tree (through the root) and outlives every node.
@@ -60,7 +61,6 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
     init(workflow: W, path: NodePath, runtime: RuntimeContext) {
         self.id = runtime.makeID()
         self.info = NodeInfo(path: path)
-        self.pathDescription = path.description
         self.workflow = workflow
         self.state = runtime.restorer?.restoredState(at: path, as: W.State.self) ?? workflow.makeInitialState()
         self.runtime = runtime
