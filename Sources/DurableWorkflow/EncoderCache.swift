@@ -5,14 +5,16 @@ import Workflow
 /// small one, so each type is cast once and its encoder kept. Not thread-safe: each journal and
 /// each replay has its own.
 final class EncoderCache {
-    /// Encodes the value at a pointer to the type it was made for.
+    /// Encodes the value at a pointer to the type it was made for (on the thread that found it).
     typealias Encode = (UnsafeRawPointer, any PayloadCodec) throws -> [UInt8]
+    /// Encodes the action at a pointer to the type it was made for, on any thread.
+    typealias ActionEncode = @Sendable (UnsafeRawPointer, any PayloadCodec) throws -> [UInt8]
 
     /// How to log one action type.
     struct ActionEncoder {
         let tag: String
         let version: Int
-        let encode: Encode
+        let encode: ActionEncode
     }
 
     private var actions = PerType<ActionEncoder>()
@@ -20,16 +22,18 @@ final class EncoderCache {
 
     /// The encoder of action type `A`; `nil` when `A` is not a ``DurableAction``.
     func actionEncoder<A>(for type: A.Type) -> ActionEncoder? {
-        actions.value(for: type) { (type as? any DurableAction.Type).map { Self.actionEncoder(of: $0) } }
+        actions.value(for: ObjectIdentifier(type)) { (type as? any DurableAction.Type).map { Self.actionEncoder(of: $0) } }
     }
 
     /// The encoder of values of type `T`; `nil` when `T` is not `Encodable`.
     func stateEncoder<T>(for type: T.Type) -> Encode? {
-        states.value(for: type) { (type as? any Encodable.Type).map { Self.encoder(of: $0) } }
+        states.value(for: ObjectIdentifier(type)) { (type as? any Encodable.Type).map { Self.encoder(of: $0) } }
     }
 
     private static func actionEncoder<D: DurableAction>(of type: D.Type) -> ActionEncoder {
-        ActionEncoder(tag: D.tag, version: D.version, encode: encoder(of: D.self))
+        ActionEncoder(tag: D.tag, version: D.version) { pointer, codec in
+            try codec.encode(pointer.assumingMemoryBound(to: D.self).pointee)
+        }
     }
 
     private static func encoder<E: Encodable>(of type: E.Type) -> Encode {
@@ -38,14 +42,15 @@ final class EncoderCache {
 }
 
 /// What was found for each type, the type seen last checked before the dictionary: a host mostly
-/// logs one action type and digests one state type in a row.
+/// logs one action type and digests one state type in a row. Keyed by `ObjectIdentifier` rather
+/// than generic over the type: a method generic over both the type and `Value` is not
+/// specialised, and looked up `Optional<Value>`'s metadata on every call.
 private struct PerType<Value> {
     private var found: [ObjectIdentifier: Value?] = [:]
     private var lastType: ObjectIdentifier?
     private var last: Value?
 
-    mutating func value<T>(for type: T.Type, _ make: () -> Value?) -> Value? {
-        let id = ObjectIdentifier(type)
+    mutating func value(for id: ObjectIdentifier, _ make: () -> Value?) -> Value? {
         if id == lastType { return last }
         let value: Value?
         if let cached = found[id] {

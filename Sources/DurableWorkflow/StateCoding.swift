@@ -32,7 +32,7 @@ enum StateCoding {
 
 /// Every node's state at one sequence, plus the root props and worker start sequences: enough to
 /// resume without replaying what came before (rule D5).
-struct Snapshot {
+struct Snapshot: Sendable {
     let sequence: UInt64
     let rootProps: [UInt8]
     let states: [NodePath: [UInt8]]

@@ -2,9 +2,10 @@
 ///
 /// Every method is called on the thread running the host, in the order things happen:
 /// `record` right after an originating action (or props update) is applied and before its render
-/// pass; `renderPassDidFinish` after that pass; `commitPending` when the queue runs empty or a
-/// flush is asked for. Effects of everything recorded (renderings, outputs, workers, side effects,
-/// `sendAndWait` completions) are released only once a call returns `true`: committed (D2).
+/// pass; `renderPassDidFinish` after that pass; `commitPending` when the queue runs empty, someone
+/// waits, or the host stops. Effects of everything recorded (renderings, outputs, workers, side
+/// effects, `sendAndWait` completions) are released only once the journal says they are
+/// committed (D2): at once (`.committed`), or later through the listener (`.committing`).
 /// A thrown error stops the host: nothing uncommitted is released, the log stays the truth.
 package protocol RuntimeJournal: AnyObject {
     /// Records an action applied to the node at `path`; `attachment` (from a worker output that
@@ -15,19 +16,49 @@ package protocol RuntimeJournal: AnyObject {
     ) throws
     /// Records new root props.
     func record(props: any Sendable, time: WallTime, tree: any RuntimeTree) throws
-    /// The render pass for the last recorded entry finished; returns whether everything recorded
-    /// so far is committed.
-    func renderPassDidFinish(tree: any RuntimeTree) throws -> Bool
-    /// The queue ran empty (`force == false`) or someone waits for the commit (`force == true`).
-    /// Commits whatever is pending and returns `true`, or (not forced) defers: returns `false`
-    /// and arranges for `commitLater` to be called once the commit should happen.
-    func commitPending(force: Bool, commitLater: @escaping @Sendable () -> Void) throws -> Bool
+    /// The render pass for the last recorded entry finished.
+    func renderPassDidFinish(tree: any RuntimeTree, listener: any JournalListener) throws -> CommitProgress
+    /// Asks for a commit of everything recorded: when the mode says it is due (`.whenDue`: it may
+    /// answer `.held` and call ``JournalListener/journalWantsCommit()`` later), started now
+    /// (`.now`), or finished before returning (`.wait`, which answers `.committed`).
+    func commitPending(_ urgency: CommitUrgency, listener: any JournalListener) throws -> CommitProgress
     /// The host stopped (or failed): release whatever the journal holds for it.
     func hostDidStop()
     /// The sequence of the latest recorded entry (0 before the first).
     var currentSequence: UInt64 { get }
     /// The instance's id, for worker idempotency keys.
     var instanceID: String { get }
+}
+
+/// Where everything recorded so far stands, as a journal answers the runtime.
+package enum CommitProgress: Sendable {
+    /// Committed: release it all now.
+    case committed
+    /// Not committed and not being committed yet: hold it.
+    case held
+    /// Everything recorded up to ``RuntimeJournal/currentSequence`` is being committed in the
+    /// background: hold it until ``JournalListener/journalDidCommit(through:)`` reaches it.
+    case committing
+}
+
+/// How soon a commit asked of the journal must happen.
+package enum CommitUrgency: Sendable {
+    /// When the durability mode says (a group commit may wait for more entries).
+    case whenDue
+    /// Started now (someone waits for it), possibly finishing in the background.
+    case now
+    /// Finished before the call returns (the host is stopping).
+    case wait
+}
+
+/// What a journal tells the runtime from outside its calls (any thread).
+package protocol JournalListener: AnyObject, Sendable {
+    /// Every entry up to `sequence` is committed.
+    func journalDidCommit(through sequence: UInt64)
+    /// A background commit failed: the host must stop without releasing anything uncommitted.
+    func journalDidFail(_ error: any Error)
+    /// A commit the journal held back (``CommitProgress/held``) is now due.
+    func journalWantsCommit()
 }
 
 /// Receives live nodes' states with their static types (no boxing into `Any`).

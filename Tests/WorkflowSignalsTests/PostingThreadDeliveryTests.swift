@@ -120,7 +120,7 @@ struct PostingThreadDeliveryTests {
         })
         for _ in 1...6 {
             usleep(1000)
-            try? center.post(signal, payload: [1], terminatesConsumersAfterDelivery: false)
+            _ = try? center.post(signal, payload: [1], terminatesConsumersAfterDelivery: false)
         }
         usleep(20_000)
         #expect(received.all == [1, 2, 3])

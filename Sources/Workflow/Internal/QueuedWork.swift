@@ -23,6 +23,10 @@ enum QueueItem: Sendable {
     case flush(CheckedContinuation<Void, Never>?)
     /// End the tree; `completion` resumes when every worker and side effect has ended.
     case stop(CheckedContinuation<Void, Never>?)
+    /// The journal committed every entry up to this sequence in the background.
+    case committed(UInt64)
+    /// The journal could not commit in the background: the host stops.
+    case journalFailed(any Error)
 }
 
 /// What happened to a queued action.

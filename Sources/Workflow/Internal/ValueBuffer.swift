@@ -46,6 +46,16 @@ final class ValueBuffer<Element> {
         removeAll()
     }
 
+    /// Calls `body` with each of the oldest `prefix` elements, oldest first, then removes them;
+    /// the later elements move to the front, in order.
+    func drain(prefix: Int, _ body: (Element) -> Void) {
+        let prefix = Swift.min(prefix, count)
+        for index in 0..<prefix { body(base[index]) }
+        base.deinitialize(count: prefix)
+        base.moveInitialize(from: base + prefix, count: count - prefix)
+        count -= prefix
+    }
+
     func removeAll() {
         base.deinitialize(count: count)
         count = 0

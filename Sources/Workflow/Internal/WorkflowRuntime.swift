@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -15,8 +16,11 @@ import Darwin
 /// applied right after, in order: never recursed, never dropped, never concurrent.
 ///
 /// With a journal (a durable host), the consequences of each applied item are held until the
-/// journal says its entry is committed, then released in order.
-final class WorkflowRuntime<Root: Workflow & Sendable>: ActionQueue, @unchecked Sendable
+/// journal says its entry is committed, then released in order. A journal that commits in the
+/// background takes a batch while the drainer goes on applying: the consequences held for that
+/// batch are sealed (`sealed`, oldest first) and released when the journal reports its commit,
+/// before anything recorded after it.
+final class WorkflowRuntime<Root: Workflow & Sendable>: ActionQueue, JournalListener, @unchecked Sendable
 where Root.Rendering: Sendable, Root.Output: Sendable {
     // @unchecked Sendable: the stored properties marked "drainer-only" are touched only by the
     // current drainer. The `inbox` mutex hands the drainer role to one thread at a time
@@ -40,7 +44,13 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     private let pendingOutputs = ValueBuffer<Root.Output>()
     @exclusivity(unchecked) private var pendingCompletions: [CheckedContinuation<Bool, Never>] = []
     @exclusivity(unchecked) private var pendingFlushes: [CheckedContinuation<Void, Never>] = []
+    /// Whether something recorded since the last commit or hand-off is held (the open batch).
     @exclusivity(unchecked) private var uncommitted = false
+    /// Batches being committed in the background, oldest first, with what each holds back; the
+    /// oldest `sealedRenderings` pending renderings and `sealedOutputs` outputs belong to them.
+    @exclusivity(unchecked) private var sealed: [SealedRelease] = []
+    @exclusivity(unchecked) private var sealedRenderings = 0
+    @exclusivity(unchecked) private var sealedOutputs = 0
     @exclusivity(unchecked) private var commitDeferred = false
     @exclusivity(unchecked) private var callbacks: [UInt64: @Sendable (Any) -> Void] = [:]
     @exclusivity(unchecked) private var stopped = false
@@ -120,6 +130,20 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         if becomeDrainer { drain(me, alreadyDraining: false) }
     }
 
+    /// Enqueues from a thread that must not become the drainer (a journal's background commit, a
+    /// timer): a busy host applies the item in turn; an idle one is drained on another thread.
+    private func enqueueInBackground(_ item: QueueItem) {
+        let startDrainer = inbox.withLock { inbox -> Bool in
+            inbox.queue.append(item)
+            if inbox.draining { return false }
+            inbox.draining = true
+            return true
+        }
+        if startDrainer {
+            DispatchQueue.global().async { self.drain(currentThread(), alreadyDraining: false) }
+        }
+    }
+
     private func drain(_ me: UInt, alreadyDraining: Bool) {
         if !alreadyDraining { drainerThread.store(me, ordering: .relaxed) }
         while true {
@@ -130,7 +154,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             // The queue ran empty: a durable host commits what is pending now, or (group commit)
             // a moment later unless someone is waiting for it.
             if uncommitted && !commitDeferred {
-                commitPendingAndRelease(force: !pendingCompletions.isEmpty || !pendingFlushes.isEmpty)
+                commitPendingAndRelease(pendingCompletions.isEmpty && pendingFlushes.isEmpty ? .whenDue : .now)
                 continue
             }
             let done = inbox.withLock { inbox -> Bool in
@@ -150,22 +174,10 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         switch item {
         case .send(let nodeID, let action, let completion):
             let outcome = applySent(action, to: nodeID)
-            if let completion {
-                if outcome == .applied && uncommitted {
-                    pendingCompletions.append(completion)
-                } else {
-                    completion.resume(returning: outcome == .applied)
-                }
-            }
+            if let completion { settle(completion, applied: outcome == .applied) }
         case .work(let work, let completion):
             let outcome = applyWork(work)
-            if let completion {
-                if outcome == .applied && uncommitted {
-                    pendingCompletions.append(completion)
-                } else {
-                    completion.resume(returning: outcome == .applied)
-                }
-            }
+            if let completion { settle(completion, applied: outcome == .applied) }
         case .updateRoot(let boxed):
             updateRoot(boxed)
         case .observe(let id, let callback):
@@ -173,13 +185,25 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         case .unobserve(let id):
             callbacks[id] = nil
         case .flush(let completion):
-            if uncommitted { commitPendingAndRelease(force: true) }
+            if uncommitted { commitPendingAndRelease(.now) }
             if let completion {
-                if uncommitted { pendingFlushes.append(completion) } else { completion.resume() }
+                if uncommitted {
+                    pendingFlushes.append(completion)
+                } else if !sealed.isEmpty {
+                    sealed[sealed.count - 1].flushes.append(completion)
+                } else {
+                    completion.resume()
+                }
             }
+        case .committed(let sequence):
+            while let oldest = sealed.first, oldest.through <= sequence {
+                releaseSealed(sealed.removeFirst())
+            }
+        case .journalFailed(let error):
+            if !stopped { fail(error) }
         case .stop(let completion):
             if !stopped {
-                if uncommitted { commitPendingAndRelease(force: true) }
+                if uncommitted || !sealed.isEmpty { commitPendingAndRelease(.wait) }
                 stopped = true
                 root.tearDown()
                 context.effects.release(queue: self, observers: context.observers, hostStopped: true)
@@ -187,6 +211,17 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
                 journal?.hostDidStop()
             }
             completion?.resume()
+        }
+    }
+
+    /// Resumes a `sendAndWait` once its action is committed (at once if it was not applied).
+    private func settle(_ completion: CheckedContinuation<Bool, Never>, applied: Bool) {
+        if applied && uncommitted {
+            pendingCompletions.append(completion)
+        } else if applied && !sealed.isEmpty {
+            sealed[sealed.count - 1].completions.append(completion)
+        } else {
+            completion.resume(returning: applied)
         }
     }
 
@@ -303,32 +338,85 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             return
         }
         do {
-            if try journal.renderPassDidFinish(tree: context) {
-                uncommitted = false
-                releasePending()
-            } else {
-                uncommitted = true
-            }
+            follow(try journal.renderPassDidFinish(tree: context, listener: self))
         } catch {
             fail(error)
         }
     }
 
-    private func commitPendingAndRelease(force: Bool) {
+    private func commitPendingAndRelease(_ urgency: CommitUrgency) {
         guard let journal else { return }
         do {
-            // The deferred commit holds the runtime strongly for its short delay: a weak reference
-            // would give the runtime a side table, and every retain of it (each sink copied into a
-            // rendering) would take the slow path.
-            if try journal.commitPending(force: force, commitLater: { self.enqueue(.flush(nil)) }) {
-                uncommitted = false
-                releasePending()
-            } else {
-                commitDeferred = true
-            }
+            // The journal holds the runtime strongly (as its listener) only while a deferred or
+            // background commit is under way: a weak reference would give the runtime a side
+            // table, and every retain of it (each sink copied into a rendering) would take the
+            // slow path.
+            let progress = try journal.commitPending(urgency, listener: self)
+            if case .held = progress { commitDeferred = true }
+            follow(progress)
         } catch {
             fail(error)
         }
+    }
+
+    /// Releases, holds or seals what is pending, as the journal's answer says.
+    private func follow(_ progress: CommitProgress) {
+        switch progress {
+        case .committed:
+            uncommitted = false
+            while !sealed.isEmpty { releaseSealed(sealed.removeFirst()) }
+            releasePending()
+        case .held:
+            uncommitted = true
+        case .committing:
+            sealed.append(SealedRelease(
+                through: context.currentSequence, renderings: pendingRenderings.count - sealedRenderings,
+                outputs: pendingOutputs.count - sealedOutputs, effects: context.effects,
+                completions: pendingCompletions, flushes: pendingFlushes))
+            sealedRenderings = pendingRenderings.count
+            sealedOutputs = pendingOutputs.count
+            context.effects = EffectBatch()
+            pendingCompletions.removeAll()
+            pendingFlushes.removeAll()
+            uncommitted = false
+        }
+    }
+
+    // MARK: JournalListener (any thread)
+
+    // The journal calls these from its background worker or a timer: they never make that thread
+    // the drainer, so a worker does not end up applying the host's actions instead of committing,
+    // and a host keeps the thread it runs on.
+
+    func journalDidCommit(through sequence: UInt64) {
+        enqueueInBackground(.committed(sequence))
+    }
+
+    func journalDidFail(_ error: any Error) {
+        failureState.withLock { $0 = $0 ?? error }
+        enqueueInBackground(.journalFailed(error))
+    }
+
+    func journalWantsCommit() {
+        enqueueInBackground(.flush(nil))
+    }
+
+    /// Releases what a batch committed in the background held back, in the order it was held.
+    private func releaseSealed(_ batch: SealedRelease) {
+        setPhase(.releasing)
+        var effects = batch.effects
+        effects.release(queue: self, observers: context.observers)
+        pendingRenderings.drain(prefix: batch.renderings) { rendering in
+            publisher.publish(rendering)
+            if !callbacks.isEmpty {
+                for callback in callbacks.values { callback(rendering) }
+            }
+        }
+        sealedRenderings -= batch.renderings
+        if batch.outputs > 0 { deliverOutputs(prefix: batch.outputs) }
+        for completion in batch.completions { completion.resume(returning: true) }
+        for flush in batch.flushes { flush.resume() }
+        setPhase(.idle)
     }
 
     /// Publishes pending renderings (each, in order), delivers outputs, stops and starts workers
@@ -360,6 +448,12 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         pendingOutputs.drain { outputContinuation.yield($0) }
     }
 
+    @inline(never)
+    private func deliverOutputs(prefix: Int) {
+        pendingOutputs.drain(prefix: prefix) { outputContinuation.yield($0) }
+        sealedOutputs -= prefix
+    }
+
     /// Stops the host after a journal failure: nothing uncommitted leaves the runtime.
     private func fail(_ error: any Error) {
         failureState.withLock { $0 = $0 ?? error }
@@ -370,6 +464,17 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     private func stopWithoutReleasing() {
         stopped = true
         uncommitted = false
+        // Batches still being committed: their effects never start, but workers and side
+        // effects they ended (started by earlier, released batches) are ended below.
+        for batch in sealed {
+            context.effects.workersToStop.append(contentsOf: batch.effects.workersToStop)
+            context.effects.lifetimesToEnd.append(contentsOf: batch.effects.lifetimesToEnd)
+            pendingCompletions.append(contentsOf: batch.completions)
+            pendingFlushes.append(contentsOf: batch.flushes)
+        }
+        sealed.removeAll()
+        sealedRenderings = 0
+        sealedOutputs = 0
         pendingRenderings.removeAll()
         pendingOutputs.removeAll()
         context.effects.workersToStart.removeAll()
@@ -447,6 +552,18 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
 }
 
 // Outside the generic runtime so that the unspecialised runtime needs no metadata lookup for them.
+
+/// What a batch handed to the journal's background commit holds back until it is committed.
+private struct SealedRelease {
+    /// The batch's last sequence.
+    let through: UInt64
+    /// How many of the oldest pending renderings and outputs are the batch's.
+    let renderings: Int
+    let outputs: Int
+    var effects: EffectBatch
+    var completions: [CheckedContinuation<Bool, Never>]
+    var flushes: [CheckedContinuation<Void, Never>]
+}
 
 /// The runtime's queue and whether a thread is draining it.
 private struct Inbox {

@@ -1,0 +1,61 @@
+import Workflow
+
+/// An entry recorded by the host and not yet committed. An action's payload is encoded when its
+/// commit is written (on the committing thread for a group commit), so the host's thread only
+/// records what was applied.
+struct PendingEntry: Sendable {
+    /// What the entry's payload is made from.
+    enum Content: Sendable {
+        /// An applied action and its type's encoder.
+        case action(any WorkflowAction, EncoderCache.ActionEncode)
+        /// An already encoded payload (root props).
+        case payload([UInt8])
+    }
+
+    let sequence: UInt64
+    let time: WallTime
+    let origin: ActionOrigin
+    let nodePath: NodePath
+    let actionTag: String
+    let actionVersion: Int
+    let content: Content
+    var digest: UInt64?
+
+    /// The log entry, its payload encoded with `codec`.
+    func entry(codec: any PayloadCodec) throws -> LogEntry {
+        let payload: [UInt8]
+        switch content {
+        case .payload(let bytes): payload = bytes
+        case .action(let action, let encode): payload = try Self.encode(action, with: encode, codec: codec)
+        }
+        return LogEntry(
+            sequence: sequence, time: time, origin: origin, nodePath: nodePath, actionTag: actionTag,
+            actionVersion: actionVersion, payload: payload, digest: digest)
+    }
+
+    private static func encode<A: WorkflowAction>(_ action: A, with encode: EncoderCache.ActionEncode, codec: any PayloadCodec) throws -> [UInt8] {
+        try withUnsafePointer(to: action) { try encode(UnsafeRawPointer($0), codec) }
+    }
+}
+
+/// What one commit writes for an instance: its entries in order, the snapshots taken at them, and
+/// the writes attached to them (signal delivery marks).
+struct CommitBatch: Sendable {
+    var entries: [PendingEntry] = []
+    var snapshots: [Snapshot] = []
+    var attachments: [any CommitAttachment] = []
+
+    var isEmpty: Bool { entries.isEmpty }
+
+    /// Adds a later batch's contents after this one's.
+    mutating func append(_ later: CommitBatch) {
+        if entries.isEmpty { entries = later.entries } else { entries.append(contentsOf: later.entries) }
+        snapshots.append(contentsOf: later.snapshots)
+        attachments.append(contentsOf: later.attachments)
+    }
+
+    /// The attached writes will never be made.
+    func abandon() {
+        for attachment in attachments { attachment.didAbandon() }
+    }
+}

@@ -1,0 +1,217 @@
+import Dispatch
+import LMDB
+import Synchronization
+import Workflow
+
+/// Writes one instance's commits, one at a time and in sequence order: on the host's thread
+/// (strict and processCrashSafe commits, and whenever the host must wait), or in the background
+/// for batches the host hands off (group commits), so that the host goes on applying actions
+/// while a batch is encoded, written and synced.
+///
+/// `writing` is held for every commit and guards the index record as last committed. The
+/// batches handed off wait, merged into one, under `handedOff`, with whether a background worker
+/// is running. A worker takes the waiting batch only while it holds `writing`, so a commit on
+/// the host's thread, which first takes whatever waits, can never be overtaken by an older batch.
+/// A failed commit is final: later batches are abandoned (they would leave a gap in the log).
+final class LogWriter: Sendable {
+    private let store: WorkflowStore
+    private let instanceID: String
+    private let owner: InstanceOwner
+    private let configuration: DurableConfiguration
+    private let writing: Mutex<InstanceRecord>
+    private let handedOff = Mutex(HandOffs())
+    /// Signalled when the worker takes the waiting batch while the host waits for room.
+    private let room = DispatchSemaphore(value: 0)
+
+    /// Batches waiting for the background worker (merged), and what it tells when done.
+    private struct HandOffs {
+        var waiting = CommitBatch()
+        var listener: (any JournalListener)?
+        var working = false
+        /// The host waits on `room` for the backlog to shrink.
+        var hostWaits = false
+        var failure: (any Error)?
+        var closed = false
+    }
+
+    /// A writer for an instance whose `record` (as last committed) carries this host's `owner` claim.
+    init(store: WorkflowStore, instanceID: String, record: InstanceRecord, configuration: DurableConfiguration) {
+        self.store = store
+        self.instanceID = instanceID
+        self.owner = record.owner
+        self.configuration = configuration
+        self.writing = Mutex(record)
+    }
+
+    /// Queues `batch` for the background worker, which commits it (with any other batch waiting)
+    /// and then calls `listener.journalDidCommit(through:)` or `journalDidFail(_:)`. While
+    /// `backlog` entries or more already wait, blocks until the worker takes them: a host that
+    /// outpaces the disk is slowed to its pace instead of holding ever more in memory.
+    func handOff(_ batch: CommitBatch, listener: any JournalListener, backlog: Int) throws {
+        while true {
+            let startWorker = try handedOff.withLock { state -> Bool? in
+                if let failure = state.failure { throw failure }
+                if state.working && state.waiting.entries.count >= backlog {
+                    state.hostWaits = true
+                    return nil
+                }
+                state.waiting.append(batch)
+                state.listener = listener
+                if state.working { return false }
+                state.working = true
+                return true
+            }
+            guard let startWorker else {
+                room.wait()
+                continue
+            }
+            if startWorker {
+                DispatchQueue.global().async { self.work() }
+            }
+            return
+        }
+    }
+
+    /// Commits whatever was handed off and `batch`, on this thread, after any commit in flight.
+    func commitNow(_ batch: CommitBatch) throws {
+        try writing.withLock { record in
+            var merged = try handedOff.withLock { state -> CommitBatch in
+                if let failure = state.failure { throw failure }
+                defer { state.waiting = CommitBatch() }
+                return state.waiting
+            }
+            merged.append(batch)
+            do {
+                try write(merged, record: &record)
+            } catch {
+                handedOff.withLock { $0.failure = error }
+                merged.abandon()
+                throw error
+            }
+        }
+    }
+
+    /// The host stopped: abandons what waits, waits for a commit in flight, and clears this
+    /// host's claim on the instance.
+    func close() {
+        let abandoned = handedOff.withLock { state -> CommitBatch in
+            state.closed = true
+            state.listener = nil
+            defer { state.waiting = CommitBatch() }
+            return state.waiting
+        }
+        abandoned.abandon()
+        let record = writing.withLock { $0 }
+        store.releaseOwnership(of: instanceID, record: record, owner: owner)
+    }
+
+    /// The background worker: commits waiting batches until none is left.
+    private func work() {
+        while true {
+            var listener: (any JournalListener)?
+            let result: Result<UInt64, any Error>? = writing.withLock { record in
+                var wakeHost = false
+                let taken = handedOff.withLock { state -> CommitBatch? in
+                    wakeHost = state.hostWaits
+                    state.hostWaits = false
+                    if state.waiting.isEmpty || state.failure != nil || state.closed {
+                        state.working = false
+                        return nil
+                    }
+                    listener = state.listener
+                    state.listener = nil
+                    defer { state.waiting = CommitBatch() }
+                    return state.waiting
+                }
+                if wakeHost { room.signal() }
+                guard let batch = taken else { return nil }
+                do {
+                    try write(batch, record: &record)
+                    return .success(batch.entries[batch.entries.count - 1].sequence)
+                } catch {
+                    let abandoned = handedOff.withLock { state -> CommitBatch in
+                        state.failure = error
+                        wakeHost = state.hostWaits
+                        state.hostWaits = false
+                        defer { state.waiting = CommitBatch() }
+                        return state.waiting
+                    }
+                    if wakeHost { room.signal() }
+                    batch.abandon()
+                    abandoned.abandon()
+                    return .failure(error)
+                }
+            }
+            switch result {
+            case nil: return
+            case .success(let sequence)?: listener?.journalDidCommit(through: sequence)
+            case .failure(let error)?: listener?.journalDidFail(error)
+            }
+        }
+    }
+
+    /// Writes `batch`'s entries, snapshots and attachments and the index record in one
+    /// transaction; `record` becomes the committed index state.
+    private func write(_ batch: CommitBatch, record: inout InstanceRecord) throws {
+        guard let last = batch.entries.last else { return }
+        let durability: EnvironmentConfiguration.Durability?
+        if case .processCrashSafe(let interval) = configuration.mode {
+            durability = .noSync
+            store.scheduleBackgroundSync(every: interval)
+        } else {
+            durability = nil
+        }
+        let layout = store.layout, key = record.key, cached = record, owner = self.owner
+        let codec = configuration.codec, observed = !configuration.observers.isEmpty
+        var written: [LogEntry] = []
+        let started = ContinuousClock.now
+        do {
+            record = try store.environment.write(durability: durability) { txn in
+                for pending in batch.entries {
+                    let entry = try self.entry(pending, codec: codec)
+                    try txn.put(entry.encoded(), forKey: LogKey(instance: key, sequence: entry.sequence), in: layout.log)
+                    if observed { written.append(entry) }
+                }
+                for snapshot in batch.snapshots {
+                    try txn.put(snapshot.encoded(), forKey: LogKey(instance: key, sequence: snapshot.sequence), in: layout.snapshots)
+                }
+                for attachment in batch.attachments { try attachment.write(in: txn) }
+                // Read-modify-write, so a status set meanwhile (complete) is kept.
+                let stored = try txn.value(forKey: cached.stateKey, in: layout.log) { cached.withState($0) }
+                var updated = stored ?? cached
+                guard updated.owner == owner else { throw self.inUse(by: updated.owner, at: last.sequence) }
+                updated.lastSequence = last.sequence
+                updated.updated = last.time
+                if let snapshot = batch.snapshots.last { updated.lastSnapshot = snapshot.sequence }
+                try txn.put(updated.encodedState(), forKey: updated.stateKey, in: layout.log)
+                return updated
+            }
+        } catch let error as LMDBError {
+            throw DurableError.storage(error, store: store.path, instance: instanceID)
+        }
+        if observed {
+            let duration = ContinuousClock.now - started
+            for observer in configuration.observers {
+                for entry in written { observer.didAppend(entry, instance: instanceID) }
+                observer.didCommit(instance: instanceID, batchSize: batch.entries.count, lastSequence: last.sequence, duration: duration)
+            }
+        }
+        for attachment in batch.attachments { attachment.didCommit() }
+    }
+
+    private func entry(_ pending: PendingEntry, codec: any PayloadCodec) throws -> LogEntry {
+        do {
+            return try pending.entry(codec: codec)
+        } catch {
+            throw DurableError(.notCodable, store: store.path, instance: instanceID, sequence: pending.sequence,
+                               actionTag: pending.actionTag, nodePath: pending.nodePath.description,
+                               detail: "the action could not be encoded: \(error)")
+        }
+    }
+
+    private func inUse(by other: InstanceOwner, at sequence: UInt64) -> DurableError {
+        DurableError(.instanceInUse, store: store.path, instance: instanceID, sequence: sequence,
+                     detail: "another host (process \(other.pid)) has taken over the instance; this host's uncommitted actions were not written",
+                     recovery: "Run each instance in one host at a time")
+    }
+}

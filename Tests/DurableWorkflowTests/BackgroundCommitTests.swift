@@ -1,0 +1,167 @@
+import DurableWorkflow
+import Foundation
+import LMDB
+import Synchronization
+import TestSupport
+import TestWorkflows
+import Testing
+import Workflow
+
+/// Holds the first group commit on its writing thread (an observer's `didCommit` runs there
+/// before the host hears of the commit) until the test opens it.
+private final class CommitGate: DurableObserver {
+    private let entered = DispatchSemaphore(value: 0)
+    private let opened = DispatchSemaphore(value: 0)
+    private let commits = Mutex(0)
+
+    func didCommit(instance: String, batchSize: Int, lastSequence: UInt64, duration: Duration) {
+        let first = commits.withLock { count -> Bool in
+            count += 1
+            return count == 1
+        }
+        guard first else { return }
+        entered.signal()
+        opened.wait()
+    }
+
+    /// Waits (up to a minute) until the first commit is held.
+    func waitUntilHeld() -> Bool { entered.wait(timeout: .now() + 60) == .success }
+    func open() { opened.signal() }
+}
+
+/// A counter whose root emits each new count as an output and, once the count reaches 2, runs a
+/// side effect: consequences that must wait for their entry's commit.
+private struct Announcer: Workflow, Codable, Sendable {
+    typealias Output = Int
+
+    struct Bump: DurableAction {
+        typealias WorkflowType = Announcer
+        static let tag = "announcer.bump"
+        func apply(toState state: inout Int) -> Int? {
+            state += 1
+            return state
+        }
+    }
+
+    let effects: EffectLog
+
+    enum CodingKeys: CodingKey {}
+    init(effects: EffectLog) { self.effects = effects }
+    init(from decoder: any Decoder) throws { effects = EffectLog() }
+    func encode(to encoder: any Encoder) throws {}
+
+    func makeInitialState() -> Int { 0 }
+    func render(state: Int, context: RenderContext<Announcer>) -> (count: Int, sink: Sink<Bump>) {
+        if state >= 2 {
+            let effects = self.effects
+            context.runSideEffect(key: "at-two") { _ in effects.record("started with count rendered") }
+        }
+        return (state, context.makeSink(of: Bump.self))
+    }
+}
+
+/// What side effects did, from any thread.
+final class EffectLog: Sendable {
+    private let lines = Mutex<[String]>([])
+    func record(_ line: String) { lines.withLock { $0.append(line) } }
+    var all: [String] { lines.withLock { $0 } }
+}
+
+/// Collects renderings as they are published.
+private final class Published: Sendable {
+    private let counts = Mutex<[Int]>([])
+    func append(_ count: Int) { counts.withLock { $0.append(count) } }
+    var all: [Int] { counts.withLock { $0 } }
+}
+
+@Suite("Group commits in the background: the host applies on while a batch is written (D2)")
+struct BackgroundCommitTests {
+    @Test("a batch being committed holds its renderings, outputs and side effects; the host applies the next actions meanwhile; all are released in order once committed")
+    func heldUntilCommitted() async throws {
+        let dir = TemporaryDirectory("background-commit")
+        let store = try WorkflowStore.open(path: dir.path)
+        let gate = CommitGate(), effects = EffectLog(), published = Published()
+        var configuration = DurableConfiguration(
+            mode: .grouped(maxBatch: 3, maxDelay: .seconds(3600)), actions: ActionRegistry(Announcer.Bump.self))
+        configuration.observers = [gate]
+        let host = try store.start(Announcer(effects: effects), id: "a", configuration: configuration)
+        let observation = host.observeRenderings { published.append($0.count) }
+        defer { observation.cancel() }
+        let sink = host.rendering.sink
+        for _ in 0..<3 { sink.send(.init()) }
+        #expect(gate.waitUntilHeld(), "the third action hands its batch to the background writer")
+        // Written (after the start's props entry), but the host has not been told: nothing of
+        // the batch has left the engine.
+        #expect(try store.instance(id: "a")?.lastSequence == 4)
+        for _ in 0..<2 { sink.send(.init()) }
+        #expect(host.rendering.count == 0)
+        #expect(published.all == [0])
+        #expect(effects.all.isEmpty)
+        gate.open()
+        await host.flush()
+        #expect(host.rendering.count == 5)
+        #expect(published.all == [0, 1, 2, 3, 4, 5], "one rendering per render pass, in order")
+        #expect(effects.all == ["started with count rendered"])
+        #expect(try store.instance(id: "a")?.lastSequence == 6)
+        await host.stopAndWait()
+        var outputs: [Int] = []
+        for await output in host.outputs { outputs.append(output) }
+        #expect(outputs == [1, 2, 3, 4, 5])
+    }
+
+    @Test("stopping a host whose batch is being committed waits for that commit and commits the rest")
+    func stopWaitsForBackgroundCommit() async throws {
+        let dir = TemporaryDirectory("background-stop")
+        let store = try WorkflowStore.open(path: dir.path)
+        let gate = CommitGate()
+        var configuration = counterConfiguration(.grouped(maxBatch: 4, maxDelay: .seconds(3600)))
+        configuration.observers = [gate]
+        let host = try store.start(DurableCounter(), id: "s", configuration: configuration)
+        let sink = host.rendering.sink
+        for _ in 0..<6 { sink.send(.init(amount: 1)) }
+        #expect(gate.waitUntilHeld())
+        let opener = Task.detached {
+            try? await Task.sleep(for: .milliseconds(50))
+            gate.open()
+        }
+        await host.stopAndWait()
+        await opener.value
+        #expect(try store.instance(id: "s")?.lastSequence == 7, "the start's props entry and six actions")
+        #expect(try store.entries(of: "s").map(\.sequence) == Array(1...7))
+        let resumed = try store.resume(id: "s", as: DurableCounter.self, configuration: counterConfiguration(.grouped))
+        #expect(resumed.rendering.state == .init(count: 6, applied: 6))
+    }
+
+    @Test("a background commit that fails (full map) stops the host with a typed error; only committed states were published and resume to")
+    func backgroundFailureStopsTheHost() async throws {
+        let dir = TemporaryDirectory("background-full")
+        let small = StoreConfiguration(environment: .init(initialMapSize: 64 << 10, maximumMapSize: 1 << 20))
+        var published = 0, committed: UInt64 = 0
+        do {
+            let store = try WorkflowStore.open(path: dir.path, configuration: small)
+            let host = try store.start(DurableCounter(), id: "f", configuration: counterConfiguration(.grouped(maxBatch: 64, maxDelay: .seconds(3600))))
+            let sink = host.rendering.sink
+            var sent = 0
+            while host.failure == nil && sent < 200_000 {
+                sink.send(.init(amount: 1))
+                sent += 1
+            }
+            await host.flush()
+            let error = try #require(host.failure as? DurableError)
+            #expect(error.kind == .storage)
+            #expect(error.instance == "f")
+            published = host.rendering.state.count
+            committed = try #require(try store.instance(id: "f")).lastSequence
+            #expect(committed > 0)
+            // Sequence 1 is the start's props entry; each later one adds 1.
+            #expect(UInt64(published) <= committed - 1, "nothing uncommitted was published")
+            #expect(try store.entries(of: "f").map(\.sequence) == Array(1...committed), "no gap: nothing after the failed batch was written")
+        }
+        let store = try WorkflowStore.open(path: dir.path, configuration: StoreConfiguration(environment: .init(maximumMapSize: 64 << 20)))
+        let resumed = try store.resume(id: "f", as: DurableCounter.self, configuration: counterConfiguration(.grouped))
+        #expect(resumed.rendering.state.count == Int(committed) - 1)
+        resumed.rendering.sink.send(.init(amount: 1))
+        await resumed.flush()
+        #expect(try store.instance(id: "f")?.lastSequence == committed + 1)
+    }
+}
