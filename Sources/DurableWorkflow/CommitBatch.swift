@@ -47,11 +47,9 @@ struct CommitBatch: Sendable {
 
     var isEmpty: Bool { entries.isEmpty }
 
-    /// Adds a later batch's contents after this one's.
-    mutating func append(_ later: CommitBatch) {
-        if entries.isEmpty { entries = later.entries } else { entries.append(contentsOf: later.entries) }
-        snapshots.append(contentsOf: later.snapshots)
-        attachments.append(contentsOf: later.attachments)
+    /// An empty batch with room for `capacity` entries.
+    init(capacity: Int = 0) {
+        entries.reserveCapacity(capacity)
     }
 
     /// The attached writes will never be made.

@@ -112,7 +112,8 @@ final class InstanceJournal: RuntimeJournal {
     /// a few batches behind).
     private func handOff(listener: any JournalListener, maxBatch: Int) throws -> CommitProgress {
         let batch = pending
-        pending = CommitBatch()
+        // Room for as many entries as this batch had: a steady stream fills batches alike.
+        pending = CommitBatch(capacity: batch.entries.count)
         cancelScheduledCommit()
         do {
             try writer.handOff(batch, listener: listener, backlog: 4 * maxBatch)

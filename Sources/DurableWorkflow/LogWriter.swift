@@ -23,15 +23,24 @@ final class LogWriter: Sendable {
     /// Signalled when the worker takes the waiting batch while the host waits for room.
     private let room = DispatchSemaphore(value: 0)
 
-    /// Batches waiting for the background worker (merged), and what it tells when done.
+    /// Batches waiting for the background worker, and what it tells when done.
     private struct HandOffs {
-        var waiting = CommitBatch()
+        var waiting: [CommitBatch] = []
+        var waitingEntries = 0
         var listener: (any JournalListener)?
         var working = false
         /// The host waits on `room` for the backlog to shrink.
         var hostWaits = false
         var failure: (any Error)?
         var closed = false
+
+        mutating func takeWaiting() -> [CommitBatch] {
+            defer {
+                waiting.removeAll()
+                waitingEntries = 0
+            }
+            return waiting
+        }
     }
 
     /// A writer for an instance whose `record` (as last committed) carries this host's `owner` claim.
@@ -51,11 +60,12 @@ final class LogWriter: Sendable {
         while true {
             let startWorker = try handedOff.withLock { state -> Bool? in
                 if let failure = state.failure { throw failure }
-                if state.working && state.waiting.entries.count >= backlog {
+                if state.working && state.waitingEntries >= backlog {
                     state.hostWaits = true
                     return nil
                 }
                 state.waiting.append(batch)
+                state.waitingEntries += batch.entries.count
                 state.listener = listener
                 if state.working { return false }
                 state.working = true
@@ -75,17 +85,16 @@ final class LogWriter: Sendable {
     /// Commits whatever was handed off and `batch`, on this thread, after any commit in flight.
     func commitNow(_ batch: CommitBatch) throws {
         try writing.withLock { record in
-            var merged = try handedOff.withLock { state -> CommitBatch in
+            var batches = try handedOff.withLock { state -> [CommitBatch] in
                 if let failure = state.failure { throw failure }
-                defer { state.waiting = CommitBatch() }
-                return state.waiting
+                return state.takeWaiting()
             }
-            merged.append(batch)
+            batches.append(batch)
             do {
-                try write(merged, record: &record)
+                try write(batches, record: &record)
             } catch {
                 handedOff.withLock { $0.failure = error }
-                merged.abandon()
+                for batch in batches { batch.abandon() }
                 throw error
             }
         }
@@ -94,13 +103,12 @@ final class LogWriter: Sendable {
     /// The host stopped: abandons what waits, waits for a commit in flight, and clears this
     /// host's claim on the instance.
     func close() {
-        let abandoned = handedOff.withLock { state -> CommitBatch in
+        let abandoned = handedOff.withLock { state -> [CommitBatch] in
             state.closed = true
             state.listener = nil
-            defer { state.waiting = CommitBatch() }
-            return state.waiting
+            return state.takeWaiting()
         }
-        abandoned.abandon()
+        for batch in abandoned { batch.abandon() }
         let record = writing.withLock { $0 }
         store.releaseOwnership(of: instanceID, record: record, owner: owner)
     }
@@ -111,7 +119,7 @@ final class LogWriter: Sendable {
             var listener: (any JournalListener)?
             let result: Result<UInt64, any Error>? = writing.withLock { record in
                 var wakeHost = false
-                let taken = handedOff.withLock { state -> CommitBatch? in
+                let taken = handedOff.withLock { state -> [CommitBatch]? in
                     wakeHost = state.hostWaits
                     state.hostWaits = false
                     if state.waiting.isEmpty || state.failure != nil || state.closed {
@@ -120,25 +128,22 @@ final class LogWriter: Sendable {
                     }
                     listener = state.listener
                     state.listener = nil
-                    defer { state.waiting = CommitBatch() }
-                    return state.waiting
+                    return state.takeWaiting()
                 }
                 if wakeHost { room.signal() }
-                guard let batch = taken else { return nil }
+                guard let batches = taken, let last = batches.last?.entries.last else { return nil }
                 do {
-                    try write(batch, record: &record)
-                    return .success(batch.entries[batch.entries.count - 1].sequence)
+                    try write(batches, record: &record)
+                    return .success(last.sequence)
                 } catch {
-                    let abandoned = handedOff.withLock { state -> CommitBatch in
+                    let abandoned = handedOff.withLock { state -> [CommitBatch] in
                         state.failure = error
                         wakeHost = state.hostWaits
                         state.hostWaits = false
-                        defer { state.waiting = CommitBatch() }
-                        return state.waiting
+                        return state.takeWaiting()
                     }
                     if wakeHost { room.signal() }
-                    batch.abandon()
-                    abandoned.abandon()
+                    for batch in batches + abandoned { batch.abandon() }
                     return .failure(error)
                 }
             }
@@ -150,10 +155,10 @@ final class LogWriter: Sendable {
         }
     }
 
-    /// Writes `batch`'s entries, snapshots and attachments and the index record in one
+    /// Writes the batches' entries, snapshots and attachments and the index record in one
     /// transaction; `record` becomes the committed index state.
-    private func write(_ batch: CommitBatch, record: inout InstanceRecord) throws {
-        guard let last = batch.entries.last else { return }
+    private func write(_ batches: [CommitBatch], record: inout InstanceRecord) throws {
+        guard let last = batches.last(where: { !$0.isEmpty })?.entries.last else { return }
         let durability: EnvironmentConfiguration.Durability?
         if case .processCrashSafe(let interval) = configuration.mode {
             durability = .noSync
@@ -167,22 +172,26 @@ final class LogWriter: Sendable {
         let started = ContinuousClock.now
         do {
             record = try store.environment.write(durability: durability) { txn in
-                for pending in batch.entries {
-                    let entry = try self.entry(pending, codec: codec)
-                    try txn.put(entry.encoded(), forKey: LogKey(instance: key, sequence: entry.sequence), in: layout.log)
-                    if observed { written.append(entry) }
+                for batch in batches {
+                    for pending in batch.entries {
+                        let entry = try self.entry(pending, codec: codec)
+                        try txn.put(entry.encoded(), forKey: LogKey(instance: key, sequence: entry.sequence), in: layout.log)
+                        if observed { written.append(entry) }
+                    }
+                    for snapshot in batch.snapshots {
+                        try txn.put(snapshot.encoded(), forKey: LogKey(instance: key, sequence: snapshot.sequence), in: layout.snapshots)
+                    }
+                    for attachment in batch.attachments { try attachment.write(in: txn) }
                 }
-                for snapshot in batch.snapshots {
-                    try txn.put(snapshot.encoded(), forKey: LogKey(instance: key, sequence: snapshot.sequence), in: layout.snapshots)
-                }
-                for attachment in batch.attachments { try attachment.write(in: txn) }
                 // Read-modify-write, so a status set meanwhile (complete) is kept.
                 let stored = try txn.value(forKey: cached.stateKey, in: layout.log) { cached.withState($0) }
                 var updated = stored ?? cached
                 guard updated.owner == owner else { throw self.inUse(by: updated.owner, at: last.sequence) }
                 updated.lastSequence = last.sequence
                 updated.updated = last.time
-                if let snapshot = batch.snapshots.last { updated.lastSnapshot = snapshot.sequence }
+                if let snapshot = batches.last(where: { !$0.snapshots.isEmpty })?.snapshots.last {
+                    updated.lastSnapshot = snapshot.sequence
+                }
                 try txn.put(updated.encodedState(), forKey: updated.stateKey, in: layout.log)
                 return updated
             }
@@ -193,10 +202,12 @@ final class LogWriter: Sendable {
             let duration = ContinuousClock.now - started
             for observer in configuration.observers {
                 for entry in written { observer.didAppend(entry, instance: instanceID) }
-                observer.didCommit(instance: instanceID, batchSize: batch.entries.count, lastSequence: last.sequence, duration: duration)
+                observer.didCommit(instance: instanceID, batchSize: written.count, lastSequence: last.sequence, duration: duration)
             }
         }
-        for attachment in batch.attachments { attachment.didCommit() }
+        for batch in batches {
+            for attachment in batch.attachments { attachment.didCommit() }
+        }
     }
 
     private func entry(_ pending: PendingEntry, codec: any PayloadCodec) throws -> LogEntry {

@@ -9,7 +9,9 @@
 final class ValueBuffer<Element> {
     private var base: UnsafeMutablePointer<Element>
     private var capacity: Int
-    private(set) var count = 0
+    /// The elements are `base[head..<end]`: removing the oldest ones moves nothing.
+    private var head = 0
+    private var end = 0
 
     init(capacity: Int = 4) {
         self.capacity = Swift.max(capacity, 1)
@@ -17,47 +19,66 @@ final class ValueBuffer<Element> {
     }
 
     deinit {
-        base.deinitialize(count: count)
+        (base + head).deinitialize(count: end - head)
         base.deallocate()
     }
 
-    var isEmpty: Bool { count == 0 }
+    var count: Int { end - head }
+    var isEmpty: Bool { head == end }
 
-    func append(_ element: Element) {
-        if count == capacity {
+    func append(_ element: consuming Element) {
+        if end == capacity { makeRoom() }
+        (base + end).initialize(to: element)
+        end += 1
+    }
+
+    /// Moves the elements to the front: of this storage when at least half of it is free, else
+    /// of storage twice as large.
+    private func makeRoom() {
+        let live = end - head
+        if head > 0 && live <= capacity / 2 {
+            base.moveInitialize(from: base + head, count: live)
+        } else {
             let larger = UnsafeMutablePointer<Element>.allocate(capacity: capacity * 2)
-            larger.moveInitialize(from: base, count: count)
+            larger.moveInitialize(from: base + head, count: live)
             base.deallocate()
             base = larger
             capacity *= 2
         }
-        (base + count).initialize(to: element)
-        count += 1
+        head = 0
+        end = live
     }
 
-    /// Calls `body` with each element, oldest first, then empties the buffer. Elements appended
-    /// by `body` are visited too.
-    func drain(_ body: (Element) -> Void) {
-        var index = 0
-        while index < count {
-            body(base[index])
-            index += 1
+    /// Calls `body` with each element, oldest first, emptying the buffer. Elements appended by
+    /// `body` are visited too.
+    func drain(_ body: (consuming Element) -> Void) {
+        while head < end {
+            let element = (base + head).move()
+            head += 1
+            body(element)
         }
-        removeAll()
+        head = 0
+        end = 0
     }
 
-    /// Calls `body` with each of the oldest `prefix` elements, oldest first, then removes them;
-    /// the later elements move to the front, in order.
-    func drain(prefix: Int, _ body: (Element) -> Void) {
-        let prefix = Swift.min(prefix, count)
-        for index in 0..<prefix { body(base[index]) }
-        base.deinitialize(count: prefix)
-        base.moveInitialize(from: base + prefix, count: count - prefix)
-        count -= prefix
+    /// Calls `body` with each of the oldest `prefix` elements, oldest first, removing them.
+    func drain(prefix: Int, _ body: (consuming Element) -> Void) {
+        var remaining = Swift.min(prefix, end - head)
+        while remaining > 0 {
+            let element = (base + head).move()
+            head += 1
+            remaining -= 1
+            body(element)
+        }
+        if head == end {
+            head = 0
+            end = 0
+        }
     }
 
     func removeAll() {
-        base.deinitialize(count: count)
-        count = 0
+        (base + head).deinitialize(count: end - head)
+        head = 0
+        end = 0
     }
 }

@@ -51,6 +51,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     @exclusivity(unchecked) private var sealed: [SealedRelease] = []
     @exclusivity(unchecked) private var sealedRenderings = 0
     @exclusivity(unchecked) private var sealedOutputs = 0
+    /// The journal holds the open batch and will ask for its commit (`journalWantsCommit`).
     @exclusivity(unchecked) private var commitDeferred = false
     @exclusivity(unchecked) private var callbacks: [UInt64: @Sendable (Any) -> Void] = [:]
     @exclusivity(unchecked) private var stopped = false
@@ -153,9 +154,12 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             }
             // The queue ran empty: a durable host commits what is pending now, or (group commit)
             // a moment later unless someone is waiting for it.
-            if uncommitted && !commitDeferred {
-                commitPendingAndRelease(pendingCompletions.isEmpty && pendingFlushes.isEmpty ? .whenDue : .now)
-                continue
+            if uncommitted {
+                let waited = !pendingCompletions.isEmpty || !pendingFlushes.isEmpty
+                if waited || !commitDeferred {
+                    commitPendingAndRelease(waited ? .now : .whenDue)
+                    continue
+                }
             }
             let done = inbox.withLock { inbox -> Bool in
                 guard inbox.queue.isEmpty else { return false }
@@ -170,7 +174,6 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     // MARK: Processing
 
     private func process(_ item: QueueItem) {
-        commitDeferred = false
         switch item {
         case .send(let nodeID, let action, let completion):
             let outcome = applySent(action, to: nodeID)
@@ -364,6 +367,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         switch progress {
         case .committed:
             uncommitted = false
+            commitDeferred = false
             while !sealed.isEmpty { releaseSealed(sealed.removeFirst()) }
             releasePending()
         case .held:
@@ -379,6 +383,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             pendingCompletions.removeAll()
             pendingFlushes.removeAll()
             uncommitted = false
+            commitDeferred = false
         }
     }
 
