@@ -19,12 +19,16 @@ public struct BinaryPayloadCodec: PayloadCodec {
     public init() {}
 
     public func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
-        let item = try BinaryEncoding.item(for: value, codingPath: [])
         var out: [UInt8] = []
         out.reserveCapacity(32)
+        try encode(value, appendingTo: &out)
+        return out
+    }
+
+    public func encode<T: Encodable>(_ value: T, appendingTo out: inout [UInt8]) throws {
+        let item = try BinaryEncoding.item(for: value, codingPath: [])
         out.append(Self.marker)
         BinaryEncoding.write(item, to: &out)
-        return out
     }
 
     public func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {

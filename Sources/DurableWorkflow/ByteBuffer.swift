@@ -47,6 +47,10 @@ struct RawWriter {
         block.withUnsafeBytes { write(bytes: $0) }
     }
 
+    mutating func write(block: UnsafeRawBufferPointer) {
+        write(bytes: block)
+    }
+
     private mutating func write(bytes: UnsafeRawBufferPointer) {
         write(UInt32(bytes.count))
         if let source = bytes.baseAddress { (base + offset).copyMemory(from: source, byteCount: bytes.count) }

@@ -19,7 +19,7 @@ struct FNV1a64 {
     mutating func combine(_ text: String) {
         var copy = text
         copy.withUTF8 { combine(UnsafeRawBufferPointer($0)) }
-        combine([0])
+        value = (value ^ 0) &* 0x0000_0100_0000_01B3
     }
 }
 

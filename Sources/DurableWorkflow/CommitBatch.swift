@@ -21,20 +21,25 @@ struct PendingEntry: Sendable {
     let content: Content
     var digest: UInt64?
 
-    /// The log entry, its payload encoded with `codec`.
-    func entry(codec: any PayloadCodec) throws -> LogEntry {
-        let payload: [UInt8]
+    /// Appends the entry's payload, encoded with `codec`, to `bytes`.
+    func appendPayload(codec: any PayloadCodec, to bytes: inout [UInt8]) throws {
         switch content {
-        case .payload(let bytes): payload = bytes
-        case .action(let action, let encode): payload = try Self.encode(action, with: encode, codec: codec)
+        case .payload(let payload): bytes.append(contentsOf: payload)
+        case .action(let action, let encode): try Self.encode(action, with: encode, codec: codec, to: &bytes)
         }
-        return LogEntry(
-            sequence: sequence, time: time, origin: origin, nodePath: nodePath, actionTag: actionTag,
-            actionVersion: actionVersion, payload: payload, digest: digest)
     }
 
-    private static func encode<A: WorkflowAction>(_ action: A, with encode: EncoderCache.ActionEncode, codec: any PayloadCodec) throws -> [UInt8] {
-        try withUnsafePointer(to: action) { try encode(UnsafeRawPointer($0), codec) }
+    private static func encode<A: WorkflowAction>(
+        _ action: A, with encode: EncoderCache.ActionEncode, codec: any PayloadCodec, to bytes: inout [UInt8]
+    ) throws {
+        try withUnsafePointer(to: action) { try encode(UnsafeRawPointer($0), codec, &bytes) }
+    }
+
+    /// The log entry, with `payload`.
+    func entry(payload: [UInt8]) -> LogEntry {
+        LogEntry(
+            sequence: sequence, time: time, origin: origin, nodePath: nodePath, actionTag: actionTag,
+            actionVersion: actionVersion, payload: payload, digest: digest)
     }
 }
 

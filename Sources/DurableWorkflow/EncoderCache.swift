@@ -5,10 +5,14 @@ import Workflow
 /// small one, so each type is cast once and its encoder kept. Not thread-safe: each journal and
 /// each replay has its own.
 final class EncoderCache {
-    /// Encodes the value at a pointer to the type it was made for (on the thread that found it).
-    typealias Encode = (UnsafeRawPointer, any PayloadCodec) throws -> [UInt8]
-    /// Encodes the action at a pointer to the type it was made for, on any thread.
-    typealias ActionEncode = @Sendable (UnsafeRawPointer, any PayloadCodec) throws -> [UInt8]
+    /// Appends the encoding of the value at a pointer to the type it was made for (on the thread
+    /// that found it).
+    typealias Encode = (UnsafeRawPointer, any PayloadCodec, inout [UInt8]) throws -> Void
+    /// Appends the encoding of the action at a pointer to the type it was made for, on any thread.
+    typealias ActionEncode = @Sendable (UnsafeRawPointer, any PayloadCodec, inout [UInt8]) throws -> Void
+
+    /// A buffer the cache's user encodes into and reads before the next encoding (digests).
+    @exclusivity(unchecked) var scratch: [UInt8] = []
 
     /// How to log one action type.
     struct ActionEncoder {
@@ -31,13 +35,13 @@ final class EncoderCache {
     }
 
     private static func actionEncoder<D: DurableAction>(of type: D.Type) -> ActionEncoder {
-        ActionEncoder(tag: D.tag, version: D.version) { pointer, codec in
-            try codec.encode(pointer.assumingMemoryBound(to: D.self).pointee)
+        ActionEncoder(tag: D.tag, version: D.version) { pointer, codec, bytes in
+            try codec.encode(pointer.assumingMemoryBound(to: D.self).pointee, appendingTo: &bytes)
         }
     }
 
     private static func encoder<E: Encodable>(of type: E.Type) -> Encode {
-        { pointer, codec in try codec.encode(pointer.assumingMemoryBound(to: E.self).pointee) }
+        { pointer, codec, bytes in try codec.encode(pointer.assumingMemoryBound(to: E.self).pointee, appendingTo: &bytes) }
     }
 }
 
@@ -81,7 +85,9 @@ struct StateDigester: NodeStateVisitor {
         }
         hash.combine(pathDescription)
         do {
-            hash.combine(try withUnsafePointer(to: state) { try encode(UnsafeRawPointer($0), codec) })
+            encoders.scratch.removeAll(keepingCapacity: true)
+            try withUnsafePointer(to: state) { try encode(UnsafeRawPointer($0), codec, &encoders.scratch) }
+            hash.combine(encoders.scratch)
         } catch let error as DurableError {
             throw error
         } catch {

@@ -169,14 +169,28 @@ final class LogWriter: Sendable {
         let layout = store.layout, key = record.key, cached = record, owner = self.owner
         let codec = configuration.codec, observed = !configuration.observers.isEmpty
         var written: [LogEntry] = []
+        var payload: [UInt8] = []
+        payload.reserveCapacity(256)
         let started = ContinuousClock.now
         do {
             record = try store.environment.write(durability: durability) { txn in
                 for batch in batches {
                     for pending in batch.entries {
-                        let entry = try self.entry(pending, codec: codec)
-                        try txn.put(entry.encoded(), forKey: LogKey(instance: key, sequence: entry.sequence), in: layout.log)
-                        if observed { written.append(entry) }
+                        payload.removeAll(keepingCapacity: true)
+                        try self.encodePayload(of: pending, codec: codec, to: &payload)
+                        let size = LogEntry.recordSize(
+                            nodePath: pending.nodePath, actionTag: pending.actionTag, payloadCount: payload.count,
+                            hasDigest: pending.digest != nil)
+                        try txn.reserve(size, forKey: LogKey(instance: key, sequence: pending.sequence), in: layout.log) { record in
+                            let count = payload.withUnsafeBytes { payload in
+                                LogEntry.writeRecord(
+                                    into: record.baseAddress!, sequence: pending.sequence, time: pending.time, origin: pending.origin,
+                                    nodePath: pending.nodePath, actionTag: pending.actionTag, actionVersion: pending.actionVersion,
+                                    payload: payload, digest: pending.digest)
+                            }
+                            precondition(count == size, "log entry size miscounted")
+                        }
+                        if observed { written.append(pending.entry(payload: payload)) }
                     }
                     for snapshot in batch.snapshots {
                         try txn.put(snapshot.encoded(), forKey: LogKey(instance: key, sequence: snapshot.sequence), in: layout.snapshots)
@@ -210,9 +224,9 @@ final class LogWriter: Sendable {
         }
     }
 
-    private func entry(_ pending: PendingEntry, codec: any PayloadCodec) throws -> LogEntry {
+    private func encodePayload(of pending: PendingEntry, codec: any PayloadCodec, to payload: inout [UInt8]) throws {
         do {
-            return try pending.entry(codec: codec)
+            try pending.appendPayload(codec: codec, to: &payload)
         } catch {
             throw DurableError(.notCodable, store: store.path, instance: instanceID, sequence: pending.sequence,
                                actionTag: pending.actionTag, nodePath: pending.nodePath.description,

@@ -9,6 +9,9 @@ public protocol PayloadCodec: Sendable {
     var name: String { get }
     /// Bytes for `value`.
     func encode<T: Encodable>(_ value: T) throws -> [UInt8]
+    /// Appends the bytes for `value` to `bytes` (the engine reuses one buffer for digests and
+    /// log records). The default appends ``encode(_:)``'s result.
+    func encode<T: Encodable>(_ value: T, appendingTo bytes: inout [UInt8]) throws
     /// A `T` from `bytes`.
     func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T
     /// A `T` from bytes that are valid only during the call (replay passes them straight from
@@ -17,6 +20,10 @@ public protocol PayloadCodec: Sendable {
 }
 
 extension PayloadCodec {
+    public func encode<T: Encodable>(_ value: T, appendingTo bytes: inout [UInt8]) throws {
+        bytes.append(contentsOf: try encode(value))
+    }
+
     public func decode<T: Decodable>(_ type: T.Type, fromBuffer bytes: UnsafeRawBufferPointer) throws -> T {
         try decode(type, from: Array(bytes))
     }

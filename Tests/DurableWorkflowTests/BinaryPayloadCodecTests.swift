@@ -68,6 +68,17 @@ struct BinaryPayloadCodecTests {
         #expect(try codec.decode(Int?.self, from: codec.encode(Int?.none)) == nil)
     }
 
+    @Test("encoding onto a buffer appends exactly the value's encoding, for the binary and the JSON codec")
+    func appendingEncoding() throws {
+        let codecs: [any PayloadCodec] = [codec, JSONPayloadCodec()]
+        for codec in codecs {
+            var buffer: [UInt8] = [7, 7, 7]
+            try codec.encode(Everything(), appendingTo: &buffer)
+            try codec.encode(12, appendingTo: &buffer)
+            #expect(buffer == [7, 7, 7] + (try codec.encode(Everything())) + (try codec.encode(12)), "\(codec.name)")
+        }
+    }
+
     @Test("equal values encode to equal bytes, whatever order their dictionary keys were inserted in")
     func deterministic() throws {
         var forward: [String: Int] = [:], backward: [String: Int] = [:]
