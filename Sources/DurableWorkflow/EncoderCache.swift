@@ -5,9 +5,6 @@ import Workflow
 /// small one, so each type is cast once and its encoder kept. Not thread-safe: each journal and
 /// each replay has its own.
 final class EncoderCache {
-    /// Appends the encoding of the value at a pointer to the type it was made for (on the thread
-    /// that found it).
-    typealias Encode = (UnsafeRawPointer, any PayloadCodec, inout [UInt8]) throws -> Void
     /// Appends the encoding of the action at a pointer to the type it was made for, on any thread.
     typealias ActionEncode = @Sendable (UnsafeRawPointer, any PayloadCodec, inout [UInt8]) throws -> Void
 
@@ -22,7 +19,7 @@ final class EncoderCache {
     }
 
     private var actions = PerType<ActionEncoder>()
-    private var states = PerType<Encode>()
+    private var states = PerType<any StateEncoding>()
 
     /// The encoder of action type `A`; `nil` when `A` is not a ``DurableAction``.
     func actionEncoder<A>(for type: A.Type) -> ActionEncoder? {
@@ -30,7 +27,7 @@ final class EncoderCache {
     }
 
     /// The encoder of values of type `T`; `nil` when `T` is not `Encodable`.
-    func stateEncoder<T>(for type: T.Type) -> Encode? {
+    func stateEncoder<T>(for type: T.Type) -> (any StateEncoding)? {
         states.value(for: ObjectIdentifier(type)) { (type as? any Encodable.Type).map { Self.encoder(of: $0) } }
     }
 
@@ -40,8 +37,20 @@ final class EncoderCache {
         }
     }
 
-    private static func encoder<E: Encodable>(of type: E.Type) -> Encode {
-        { pointer, codec, bytes in try codec.encode(pointer.assumingMemoryBound(to: E.self).pointee, appendingTo: &bytes) }
+    private static func encoder<E: Encodable>(of type: E.Type) -> any StateEncoding {
+        TypedStateEncoder<E>()
+    }
+}
+
+/// Appends the encoding of the value at a pointer to the type it was made for. An existential of
+/// an empty generic struct: found and called with no closure context to retain.
+protocol StateEncoding {
+    func encode(_ pointer: UnsafeRawPointer, codec: any PayloadCodec, into bytes: inout [UInt8]) throws
+}
+
+private struct TypedStateEncoder<E: Encodable>: StateEncoding {
+    func encode(_ pointer: UnsafeRawPointer, codec: any PayloadCodec, into bytes: inout [UInt8]) throws {
+        try codec.encode(pointer.assumingMemoryBound(to: E.self).pointee, appendingTo: &bytes)
     }
 }
 
@@ -78,7 +87,7 @@ struct StateDigester: NodeStateVisitor {
     let instance: String?
 
     mutating func visit<State>(path: NodePath, pathDescription: String, state: State) throws {
-        guard let encode = encoders.stateEncoder(for: State.self) else {
+        guard let encoder = encoders.stateEncoder(for: State.self) else {
             throw DurableError(.notCodable, store: store, instance: instance, nodePath: pathDescription,
                                detail: "\(State.self) is not Encodable",
                                recovery: "Make every durable workflow's State (and the root workflow) Codable")
@@ -86,7 +95,7 @@ struct StateDigester: NodeStateVisitor {
         hash.combine(pathDescription)
         do {
             encoders.scratch.removeAll(keepingCapacity: true)
-            try withUnsafePointer(to: state) { try encode(UnsafeRawPointer($0), codec, &encoders.scratch) }
+            try withUnsafePointer(to: state) { try encoder.encode(UnsafeRawPointer($0), codec: codec, into: &encoders.scratch) }
             hash.combine(encoders.scratch)
         } catch let error as DurableError {
             throw error

@@ -9,7 +9,7 @@ final class InstanceJournal: RuntimeJournal {
     let store: WorkflowStore
     let instanceID: String
     private let configuration: DurableConfiguration
-    private var pending = CommitBatch()
+    @exclusivity(unchecked) private var pending = CommitBatch()
     /// The timer of a held group commit: it holds the runtime (its listener) until it fires, so it
     /// is cancelled once the batch is committed some other way or the host stops.
     private var scheduledCommit: Task<Void, Never>?
@@ -42,8 +42,9 @@ final class InstanceJournal: RuntimeJournal {
                 detail: "\(A.self) was applied to a durable host but is not a DurableAction, so it cannot be logged",
                 recovery: "Make the action Codable and conform it to DurableAction (and register it)")
         }
-        append(PendingEntry(
-            sequence: currentSequence + 1, time: time, origin: origin, nodePath: path,
+        currentSequence += 1
+        pending.entries.append(PendingEntry(
+            sequence: currentSequence, time: time, origin: origin, nodePath: path,
             actionTag: encoder.tag, actionVersion: encoder.version, content: .action(action, encoder.encode), digest: nil))
     }
 

@@ -27,7 +27,7 @@ public struct Sink<Action: WorkflowAction>: Sendable {
     public func send(_ action: Action) {
         switch target {
         case .node(let queue, let node):
-            queue.enqueue(.send(node, action, completion: nil))
+            queue.enqueue(.send(node, action))
         case .recorder(let record):
             record(action)
         }
@@ -40,7 +40,7 @@ public struct Sink<Action: WorkflowAction>: Sendable {
         switch target {
         case .node(let queue, let node):
             return await withCheckedContinuation { continuation in
-                queue.enqueue(.send(node, action, completion: continuation))
+                queue.enqueue(.sendAndWait(node, action, continuation))
             }
         case .recorder(let record):
             record(action)

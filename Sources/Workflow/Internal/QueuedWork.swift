@@ -8,11 +8,13 @@ protocol ActionQueue: AnyObject, Sendable {
 
 /// An entry in the host's first-in-first-out queue.
 enum QueueItem: Sendable {
-    /// An action sent through a sink to the node that declared it; `completion` learns whether
-    /// it was applied.
-    case send(NodeID, any WorkflowAction, completion: CheckedContinuation<Bool, Never>?)
-    /// An action for a node; `completion` learns whether it was applied.
-    case work(any QueuedWork, completion: CheckedContinuation<Bool, Never>?)
+    /// An action sent through a sink to the node that declared it. (The common case carries no
+    /// continuation: destroying an optional one cost every action a generic value-witness call.)
+    case send(NodeID, any WorkflowAction)
+    /// As `send`; the continuation learns whether it was applied (and committed).
+    case sendAndWait(NodeID, any WorkflowAction, CheckedContinuation<Bool, Never>)
+    /// An action for a node (a worker's output).
+    case work(any QueuedWork)
     /// New root props (`update(workflow:)`).
     case updateRoot(any Sendable)
     /// Start calling a rendering callback (current rendering first).

@@ -45,7 +45,7 @@ final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtoco
             await WorkerContext.$idempotencyKey.withValue(idempotencyKey) {
                 for await value in worker.run() {
                     if Task.isCancelled { break }
-                    queue.enqueue(.work(WorkerDelivery(nodeID: nodeID, recordID: recordID, value: value, origin: origin), completion: nil))
+                    queue.enqueue(.work(WorkerDelivery(nodeID: nodeID, recordID: recordID, value: value, origin: origin)))
                 }
             }
         }

@@ -175,12 +175,12 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
 
     private func process(_ item: QueueItem) {
         switch item {
-        case .send(let nodeID, let action, let completion):
-            let outcome = applySent(action, to: nodeID)
-            if let completion { settle(completion, applied: outcome == .applied) }
-        case .work(let work, let completion):
-            let outcome = applyWork(work)
-            if let completion { settle(completion, applied: outcome == .applied) }
+        case .send(let nodeID, let action):
+            _ = applySent(action, to: nodeID)
+        case .sendAndWait(let nodeID, let action, let completion):
+            settle(completion, applied: applySent(action, to: nodeID) == .applied)
+        case .work(let work):
+            _ = applyWork(work)
         case .updateRoot(let boxed):
             updateRoot(boxed)
         case .observe(let id, let callback):
@@ -507,8 +507,8 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
 
     private func describe(_ item: QueueItem) -> String {
         switch item {
-        case .send(_, let action, _): return "An action (\(type(of: action)))"
-        case .work(let work, _): return "An action (\(work.description))"
+        case .send(_, let action), .sendAndWait(_, let action, _): return "An action (\(type(of: action)))"
+        case .work(let work): return "An action (\(work.description))"
         case .updateRoot: return "A props update"
         default: return "A request"
         }
