@@ -80,7 +80,7 @@ final class InstanceJournal: RuntimeJournal {
             return .committed
         case .grouped(let maxBatch, _):
             if pending.entries.count >= maxBatch { return try handOff(listener: listener, maxBatch: maxBatch) }
-            return pending.isEmpty ? .committed : .held
+            return pending.isEmpty ? progressWithNothingPending : .held
         }
     }
 
@@ -89,7 +89,7 @@ final class InstanceJournal: RuntimeJournal {
             try commitHere()
             return .committed
         }
-        if pending.isEmpty { return .committing }
+        if pending.isEmpty { return progressWithNothingPending }
         if urgency == .whenDue, delay > .zero {
             if scheduledCommit == nil {
                 scheduledCommit = Task.detached {
@@ -107,6 +107,12 @@ final class InstanceJournal: RuntimeJournal {
         pending.abandon()
         pending = CommitBatch()
         writer.close()
+    }
+
+    /// Where things stand when nothing is pending: committed, or committing while a batch handed
+    /// off is still being written (its notice will come).
+    private var progressWithNothingPending: CommitProgress {
+        writer.committedThrough >= currentSequence ? .committed : .committing
     }
 
     /// Hands the pending batch to the writer's background worker (waiting while it is more than

@@ -22,6 +22,8 @@ final class LogWriter: Sendable {
     private let handedOff = Mutex(HandOffs())
     /// Signalled when the worker takes the waiting batch while the host waits for room.
     private let room = DispatchSemaphore(value: 0)
+    /// The last sequence committed (by any thread).
+    private let committed: Atomic<UInt64>
 
     /// Batches waiting for the background worker, and what it tells when done.
     private struct HandOffs {
@@ -49,8 +51,12 @@ final class LogWriter: Sendable {
         self.instanceID = instanceID
         self.owner = record.owner
         self.configuration = configuration
+        self.committed = Atomic(record.lastSequence)
         self.writing = Mutex(record)
     }
+
+    /// Every entry up to this sequence is committed.
+    var committedThrough: UInt64 { committed.load(ordering: .acquiring) }
 
     /// Queues `batch` for the background worker, which commits it (with any other batch waiting)
     /// and then calls `listener.journalDidCommit(through:)` or `journalDidFail(_:)`. While
@@ -209,6 +215,7 @@ final class LogWriter: Sendable {
                 try txn.put(updated.encodedState(), forKey: updated.stateKey, in: layout.log)
                 return updated
             }
+            committed.store(last.sequence, ordering: .releasing)
         } catch let error as LMDBError {
             throw DurableError.storage(error, store: store.path, instance: instanceID)
         }
