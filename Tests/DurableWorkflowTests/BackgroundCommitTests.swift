@@ -74,6 +74,42 @@ private final class Published: Sendable {
     var all: [Int] { counts.withLock { $0 } }
 }
 
+/// A list of numbers whose `Put` action cannot be encoded when its value is negative.
+private struct Picky: Workflow, Codable, Sendable {
+    struct Put: DurableAction {
+        typealias WorkflowType = Picky
+        static let tag = "picky.put"
+        var value: Int
+
+        enum CodingKeys: CodingKey { case value }
+        init(value: Int) { self.value = value }
+        init(from decoder: any Decoder) throws {
+            value = try decoder.container(keyedBy: CodingKeys.self).decode(Int.self, forKey: .value)
+        }
+        func encode(to encoder: any Encoder) throws {
+            guard value >= 0 else {
+                throw EncodingError.invalidValue(value, .init(codingPath: [], debugDescription: "negative values are not encodable"))
+            }
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(value, forKey: .value)
+        }
+
+        func apply(toState state: inout [Int]) -> Never? {
+            state.append(value)
+            return nil
+        }
+    }
+
+    func makeInitialState() -> [Int] { [] }
+    func render(state: [Int], context: RenderContext<Picky>) -> (values: [Int], sink: Sink<Put>) {
+        (state, context.makeSink(of: Put.self))
+    }
+
+    static func configuration(_ mode: DurableConfiguration.Mode) -> DurableConfiguration {
+        DurableConfiguration(mode: mode, actions: ActionRegistry(Put.self))
+    }
+}
+
 @Suite("Group commits in the background: the host applies on while a batch is written (D2)")
 struct BackgroundCommitTests {
     @Test("a batch being committed holds its renderings, outputs and side effects; the host applies the next actions meanwhile; all are released in order once committed")
@@ -163,5 +199,44 @@ struct BackgroundCommitTests {
         resumed.rendering.sink.send(.init(amount: 1))
         await resumed.flush()
         #expect(try store.instance(id: "f")?.lastSequence == committed + 1)
+    }
+
+    @Test("an action that cannot be encoded stops a grouped host once its batch is written: a typed error naming instance, sequence and tag; its batch is not written; what was committed resumes")
+    func unencodableActionInBackground() async throws {
+        let dir = TemporaryDirectory("background-unencodable")
+        let store = try WorkflowStore.open(path: dir.path)
+        let host = try store.start(Picky(), id: "p", configuration: Picky.configuration(.grouped(maxBatch: 100, maxDelay: .seconds(3600))))
+        let sink = host.rendering.sink
+        sink.send(.init(value: 1))
+        sink.send(.init(value: 2))
+        await host.flush()
+        #expect(host.failure == nil)
+        sink.send(.init(value: 3))
+        sink.send(.init(value: -1))
+        sink.send(.init(value: 4))
+        await host.flush()
+        let error = try #require(host.failure as? DurableError)
+        #expect(error.kind == .notCodable)
+        #expect(error.instance == "p")
+        #expect(error.sequence == 5, "the start's props entry, then 1, 2, 3 and the bad one")
+        #expect(error.actionTag == "picky.put")
+        #expect(host.rendering.values == [1, 2], "nothing of the failed batch was published")
+        #expect(try store.instance(id: "p")?.lastSequence == 3)
+        host.stop()
+        let resumed = try store.resume(id: "p", as: Picky.self, configuration: Picky.configuration(.grouped))
+        #expect(resumed.rendering.values == [1, 2])
+    }
+
+    @Test("in strict mode the same action stops the host before send returns")
+    func unencodableActionStrict() throws {
+        let dir = TemporaryDirectory("strict-unencodable")
+        let store = try WorkflowStore.open(path: dir.path)
+        let host = try store.start(Picky(), id: "s", configuration: Picky.configuration(.strict))
+        host.rendering.sink.send(.init(value: 1))
+        host.rendering.sink.send(.init(value: -1))
+        let error = try #require(host.failure as? DurableError)
+        #expect(error.kind == .notCodable && error.sequence == 3)
+        #expect(host.rendering.values == [1])
+        #expect(try store.instance(id: "s")?.lastSequence == 2)
     }
 }

@@ -462,8 +462,9 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     /// Stops the host after a journal failure: nothing uncommitted leaves the runtime.
     private func fail(_ error: any Error) {
         failureState.withLock { $0 = $0 ?? error }
-        stopWithoutReleasing()
+        // The journal lets go of the instance first: a waiter resumed below may resume it at once.
         journal?.hostDidStop()
+        stopWithoutReleasing()
     }
 
     private func stopWithoutReleasing() {
