@@ -118,34 +118,26 @@ final class InstanceJournal: RuntimeJournal {
     /// Hands the pending batch to the writer's background worker (waiting while it is more than
     /// a few batches behind).
     private func handOff(listener: any JournalListener, maxBatch: Int) throws -> CommitProgress {
+        try writer.handOff(takePending(), listener: listener, backlog: 4 * maxBatch)
+        return .committing
+    }
+
+    /// Commits everything recorded, on this thread.
+    private func commitHere() throws {
+        try writer.commitNow(takePending())
+    }
+
+    /// The pending batch, for the writer (which commits or abandons it); the next one gets room
+    /// for as many entries (a steady stream fills batches alike) and no timer.
+    private func takePending() -> CommitBatch {
         let batch = pending
-        // Room for as many entries as this batch had: a steady stream fills batches alike.
         pending = CommitBatch(capacity: batch.entries.count)
         cancelScheduledCommit()
-        do {
-            try writer.handOff(batch, listener: listener, backlog: 4 * maxBatch)
-            return .committing
-        } catch {
-            batch.abandon()
-            throw error
-        }
+        return batch
     }
 
     private func cancelScheduledCommit() {
         scheduledCommit?.cancel()
         scheduledCommit = nil
-    }
-
-    /// Commits everything recorded, on this thread.
-    private func commitHere() throws {
-        let batch = pending
-        pending = CommitBatch()
-        cancelScheduledCommit()
-        do {
-            try writer.commitNow(batch)
-        } catch {
-            batch.abandon()
-            throw error
-        }
     }
 }

@@ -59,13 +59,17 @@ final class LogWriter: Sendable {
     var committedThrough: UInt64 { committed.load(ordering: .acquiring) }
 
     /// Queues `batch` for the background worker, which commits it (with any other batch waiting)
-    /// and then calls `listener.journalDidCommit(through:)` or `journalDidFail(_:)`. While
+    /// and then calls `listener.journalDidCommit(through:)` or `journalDidFail(_:)`; after a
+    /// failure, abandons it and throws that failure. While
     /// `backlog` entries or more already wait, blocks until the worker takes them: a host that
     /// outpaces the disk is slowed to its pace instead of holding ever more in memory.
     func handOff(_ batch: CommitBatch, listener: any JournalListener, backlog: Int) throws {
         while true {
             let startWorker = try handedOff.withLock { state -> Bool? in
-                if let failure = state.failure { throw failure }
+                if let failure = state.failure {
+                    batch.abandon()
+                    throw failure
+                }
                 if state.working && state.waitingEntries >= backlog {
                     state.hostWaits = true
                     return nil
@@ -88,11 +92,15 @@ final class LogWriter: Sendable {
         }
     }
 
-    /// Commits whatever was handed off and `batch`, on this thread, after any commit in flight.
+    /// Commits whatever was handed off and `batch`, on this thread, after any commit in flight;
+    /// on failure, abandons them all and throws.
     func commitNow(_ batch: CommitBatch) throws {
         try writing.withLock { record in
             var batches = try handedOff.withLock { state -> [CommitBatch] in
-                if let failure = state.failure { throw failure }
+                if let failure = state.failure {
+                    batch.abandon()
+                    throw failure
+                }
                 return state.takeWaiting()
             }
             batches.append(batch)
