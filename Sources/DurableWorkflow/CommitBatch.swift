@@ -2,12 +2,13 @@ import Workflow
 
 /// An entry recorded by the host and not yet committed. An action's payload is encoded when its
 /// commit is written (on the committing thread for a group commit), so the host's thread only
-/// records what was applied.
+/// records what was applied. An entry holds no object of its own to retain: what its batch's
+/// entries share (the node path, the action's tag and encoding) is in the batch's `targets`.
 struct PendingEntry: Sendable {
     /// What the entry's payload is made from.
     enum Content: Sendable {
-        /// An applied action and its type's encoder.
-        case action(any WorkflowAction, EncoderCache.ActionEncode)
+        /// An applied action, encoded by its target's `encoding`.
+        case action(any WorkflowAction)
         /// An already encoded payload (root props).
         case payload([UInt8])
     }
@@ -15,38 +16,50 @@ struct PendingEntry: Sendable {
     let sequence: UInt64
     let time: WallTime
     let origin: ActionOrigin
-    let nodePath: NodePath
-    let actionTag: String
-    let actionVersion: Int
+    /// The index of the entry's ``EntryTarget`` in its batch.
+    let target: Int
     let content: Content
     var digest: UInt64?
 
     /// Appends the entry's payload, encoded with `codec`, to `bytes`.
-    func appendPayload(codec: any PayloadCodec, to bytes: inout [UInt8]) throws {
+    func appendPayload(encoding: (any ActionEncoding.Type)?, codec: any PayloadCodec, to bytes: inout [UInt8]) throws {
         switch content {
         case .payload(let payload): bytes.append(contentsOf: payload)
-        case .action(let action, let encode): try Self.encode(action, with: encode, codec: codec, to: &bytes)
+        case .action(let action): try Self.encode(action, with: encoding!, codec: codec, to: &bytes)
         }
     }
 
     private static func encode<A: WorkflowAction>(
-        _ action: A, with encode: EncoderCache.ActionEncode, codec: any PayloadCodec, to bytes: inout [UInt8]
+        _ action: A, with encoding: any ActionEncoding.Type, codec: any PayloadCodec, to bytes: inout [UInt8]
     ) throws {
-        try withUnsafePointer(to: action) { try encode(UnsafeRawPointer($0), codec, &bytes) }
+        try withUnsafePointer(to: action) { try encoding.encode(UnsafeRawPointer($0), codec: codec, into: &bytes) }
     }
 
-    /// The log entry, with `payload`.
-    func entry(payload: [UInt8]) -> LogEntry {
+    /// The log entry, aimed at `target`, with `payload`.
+    func entry(target: EntryTarget, payload: [UInt8]) -> LogEntry {
         LogEntry(
-            sequence: sequence, time: time, origin: origin, nodePath: nodePath, actionTag: actionTag,
-            actionVersion: actionVersion, payload: payload, digest: digest)
+            sequence: sequence, time: time, origin: origin, nodePath: target.nodePath, actionTag: target.actionTag,
+            actionVersion: target.actionVersion, payload: payload, digest: digest)
     }
+}
+
+/// The node an entry's action was applied to, and how that action type is logged. Consecutive
+/// entries of a batch with the same target share one: the host's thread and the writer's would
+/// otherwise retain and release the same path and tag objects for every entry, and the two
+/// threads fight over a shared object's reference count.
+struct EntryTarget: Sendable {
+    let nodePath: NodePath
+    let actionTag: String
+    let actionVersion: Int
+    /// `nil` for entries whose payload is already encoded.
+    let encoding: (any ActionEncoding.Type)?
 }
 
 /// What one commit writes for an instance: its entries in order, the snapshots taken at them, and
 /// the writes attached to them (signal delivery marks).
 struct CommitBatch: Sendable {
-    var entries: [PendingEntry] = []
+    private(set) var entries: [PendingEntry] = []
+    private(set) var targets: [EntryTarget] = []
     var snapshots: [Snapshot] = []
     var attachments: [any CommitAttachment] = []
 
@@ -57,8 +70,45 @@ struct CommitBatch: Sendable {
         entries.reserveCapacity(capacity)
     }
 
+    /// Appends an applied action's entry.
+    mutating func append(
+        _ action: any WorkflowAction, encoder: EncoderCache.ActionEncoder, at path: NodePath, sequence: UInt64,
+        origin: ActionOrigin, time: WallTime
+    ) {
+        let target = targetIndex(path: path, tag: encoder.tag, version: encoder.version, encoding: encoder.encoding)
+        entries.append(PendingEntry(sequence: sequence, time: time, origin: origin, target: target, content: .action(action)))
+    }
+
+    /// Appends an entry whose payload is already encoded.
+    mutating func append(payload: [UInt8], tag: String, version: Int, at path: NodePath, sequence: UInt64, origin: ActionOrigin, time: WallTime) {
+        let target = targetIndex(path: path, tag: tag, version: version, encoding: nil)
+        entries.append(PendingEntry(sequence: sequence, time: time, origin: origin, target: target, content: .payload(payload)))
+    }
+
+    /// Sets the digest of the last entry.
+    mutating func setLastDigest(_ digest: UInt64) {
+        entries[entries.count - 1].digest = digest
+    }
+
     /// The attached writes will never be made.
     func abandon() {
         for attachment in attachments { attachment.didAbandon() }
+    }
+
+    private mutating func targetIndex(path: NodePath, tag: String, version: Int, encoding: (any ActionEncoding.Type)?) -> Int {
+        if let last = targets.indices.last, targets[last].nodePath == path, targets[last].actionTag == tag,
+           targets[last].actionVersion == version, Self.same(targets[last].encoding, encoding) {
+            return last
+        }
+        targets.append(EntryTarget(nodePath: path, actionTag: tag, actionVersion: version, encoding: encoding))
+        return targets.count - 1
+    }
+
+    private static func same(_ a: (any ActionEncoding.Type)?, _ b: (any ActionEncoding.Type)?) -> Bool {
+        switch (a, b) {
+        case (nil, nil): true
+        case (let a?, let b?): ObjectIdentifier(a) == ObjectIdentifier(b)
+        default: false
+        }
     }
 }

@@ -5,17 +5,14 @@ import Workflow
 /// small one, so each type is cast once and its encoder kept. Not thread-safe: each journal and
 /// each replay has its own.
 final class EncoderCache {
-    /// Appends the encoding of the action at a pointer to the type it was made for, on any thread.
-    typealias ActionEncode = @Sendable (UnsafeRawPointer, any PayloadCodec, inout [UInt8]) throws -> Void
-
     /// A buffer the cache's user encodes into and reads before the next encoding (digests).
     @exclusivity(unchecked) var scratch: [UInt8] = []
 
-    /// How to log one action type.
+    /// How to log one action type: found once, shared by its entries in a batch.
     struct ActionEncoder {
         let tag: String
         let version: Int
-        let encode: ActionEncode
+        let encoding: any ActionEncoding.Type
     }
 
     private var actions = PerType<ActionEncoder>()
@@ -32,13 +29,25 @@ final class EncoderCache {
     }
 
     private static func actionEncoder<D: DurableAction>(of type: D.Type) -> ActionEncoder {
-        ActionEncoder(tag: D.tag, version: D.version) { pointer, codec, bytes in
-            try codec.encode(pointer.assumingMemoryBound(to: D.self).pointee, appendingTo: &bytes)
-        }
+        ActionEncoder(tag: D.tag, version: D.version, encoding: TypedActionEncoding<D>.self)
     }
 
     private static func encoder<E: Encodable>(of type: E.Type) -> any StateEncoding {
         TypedStateEncoder<E>()
+    }
+}
+
+/// Appends the encoding of the action at a pointer to the type it was made for: a static
+/// requirement of an empty generic type, held as a metatype, which has no reference count (a
+/// closure's context was retained on the host's thread and released on the writer's for every
+/// entry, and the two threads fought over its cache line).
+protocol ActionEncoding {
+    static func encode(_ pointer: UnsafeRawPointer, codec: any PayloadCodec, into bytes: inout [UInt8]) throws
+}
+
+private enum TypedActionEncoding<D: DurableAction>: ActionEncoding {
+    static func encode(_ pointer: UnsafeRawPointer, codec: any PayloadCodec, into bytes: inout [UInt8]) throws {
+        try codec.encode(pointer.assumingMemoryBound(to: D.self).pointee, appendingTo: &bytes)
     }
 }
 

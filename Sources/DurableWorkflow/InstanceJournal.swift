@@ -43,28 +43,22 @@ final class InstanceJournal: RuntimeJournal {
                 recovery: "Make the action Codable and conform it to DurableAction (and register it)")
         }
         currentSequence += 1
-        pending.entries.append(PendingEntry(
-            sequence: currentSequence, time: time, origin: origin, nodePath: path,
-            actionTag: encoder.tag, actionVersion: encoder.version, content: .action(action, encoder.encode), digest: nil))
+        pending.append(action, encoder: encoder, at: path, sequence: currentSequence, origin: origin, time: time)
     }
 
     func record(props: any Sendable, time: WallTime, tree: any RuntimeTree) throws {
         let rootProps = try StateCoding.encode(props, codec: configuration.codec, what: "root props", store: store.path, instance: instanceID)
-        append(PendingEntry(
-            sequence: currentSequence + 1, time: time, origin: .props, nodePath: WorkflowStore.rootPath(of: type(of: props)),
-            actionTag: LogEntry.propsTag, actionVersion: 1, content: .payload(rootProps), digest: nil))
-    }
-
-    private func append(_ entry: PendingEntry) {
-        pending.entries.append(entry)
-        currentSequence = entry.sequence
+        currentSequence += 1
+        pending.append(
+            payload: rootProps, tag: LogEntry.propsTag, version: 1, at: WorkflowStore.rootPath(of: type(of: props)),
+            sequence: currentSequence, origin: .props, time: time)
     }
 
     func renderPassDidFinish(tree: any RuntimeTree, listener: any JournalListener) throws -> CommitProgress {
         if case .every(let interval) = configuration.digests, interval > 0, currentSequence % UInt64(interval) == 0,
            !pending.entries.isEmpty {
-            pending.entries[pending.entries.count - 1].digest = try StateCoding.digest(
-                of: tree, encoders: encoders, codec: configuration.codec, store: store.path, instance: instanceID)
+            pending.setLastDigest(try StateCoding.digest(
+                of: tree, encoders: encoders, codec: configuration.codec, store: store.path, instance: instanceID))
         }
         if let every = configuration.snapshotEvery, every > 0, currentSequence % UInt64(every) == 0 {
             // The root's props as the tree holds them now (a resume may have replayed props updates).

@@ -189,22 +189,18 @@ final class LogWriter: Sendable {
         do {
             record = try store.environment.write(durability: durability) { txn in
                 for batch in batches {
-                    for pending in batch.entries {
-                        payload.removeAll(keepingCapacity: true)
-                        try self.encodePayload(of: pending, codec: codec, to: &payload)
-                        let size = LogEntry.recordSize(
-                            nodePath: pending.nodePath, actionTag: pending.actionTag, payloadCount: payload.count,
-                            hasDigest: pending.digest != nil)
-                        try txn.reserve(size, forKey: LogKey(instance: key, sequence: pending.sequence), in: layout.log) { record in
-                            let count = payload.withUnsafeBytes { payload in
-                                LogEntry.writeRecord(
-                                    into: record.baseAddress!, sequence: pending.sequence, time: pending.time, origin: pending.origin,
-                                    nodePath: pending.nodePath, actionTag: pending.actionTag, actionVersion: pending.actionVersion,
-                                    payload: payload, digest: pending.digest)
+                    try batch.entries.withUnsafeBufferPointer { entries in
+                        // Targets change rarely within a batch: each is copied out once.
+                        var targetIndex = -1
+                        var target: EntryTarget?
+                        for pending in entries {
+                            if pending.target != targetIndex {
+                                targetIndex = pending.target
+                                target = batch.targets[targetIndex]
                             }
-                            precondition(count == size, "log entry size miscounted")
+                            try self.write(pending, target: target!, codec: codec, payload: &payload, txn: txn, key: key, layout: layout)
+                            if observed { written.append(pending.entry(target: target!, payload: payload)) }
                         }
-                        if observed { written.append(pending.entry(payload: payload)) }
                     }
                     for snapshot in batch.snapshots {
                         try txn.put(snapshot.encoded(), forKey: LogKey(instance: key, sequence: snapshot.sequence), in: layout.snapshots)
@@ -239,13 +235,29 @@ final class LogWriter: Sendable {
         }
     }
 
-    private func encodePayload(of pending: PendingEntry, codec: any PayloadCodec, to payload: inout [UInt8]) throws {
+    /// Encodes `pending`'s payload into `payload` and writes its record in space reserved in the map.
+    private func write(
+        _ pending: PendingEntry, target: EntryTarget, codec: any PayloadCodec, payload: inout [UInt8],
+        txn: borrowing Transaction<ReadWrite>, key: UInt64, layout: StoreLayout
+    ) throws {
+        payload.removeAll(keepingCapacity: true)
         do {
-            try pending.appendPayload(codec: codec, to: &payload)
+            try pending.appendPayload(encoding: target.encoding, codec: codec, to: &payload)
         } catch {
             throw DurableError(.notCodable, store: store.path, instance: instanceID, sequence: pending.sequence,
-                               actionTag: pending.actionTag, nodePath: pending.nodePath.description,
+                               actionTag: target.actionTag, nodePath: target.nodePath.description,
                                detail: "the action could not be encoded: \(error)")
+        }
+        let size = LogEntry.recordSize(
+            nodePath: target.nodePath, actionTag: target.actionTag, payloadCount: payload.count, hasDigest: pending.digest != nil)
+        try payload.withUnsafeBytes { payload in
+            try txn.reserve(size, forKey: LogKey(instance: key, sequence: pending.sequence), in: layout.log) { record in
+                let count = LogEntry.writeRecord(
+                    into: record.baseAddress!, sequence: pending.sequence, time: pending.time, origin: pending.origin,
+                    nodePath: target.nodePath, actionTag: target.actionTag, actionVersion: target.actionVersion,
+                    payload: payload, digest: pending.digest)
+                precondition(count == size, "log entry size miscounted")
+            }
         }
     }
 

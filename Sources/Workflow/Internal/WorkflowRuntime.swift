@@ -136,16 +136,27 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
 
     /// Enqueues from a thread that must not become the drainer (a journal's background commit, a
     /// timer): a busy host applies the item in turn; an idle one is drained on another thread.
+    ///
+    /// The item waits with no drainer claimed until that thread starts: a thread that enqueues
+    /// meanwhile (the host's next `send`) becomes the drainer and applies it at once. Claiming the
+    /// drainer here would leave every `send` in the thread's wake-up time queued with nobody
+    /// applying it, and then hand the host's work to the Dispatch thread.
     private func enqueueInBackground(_ item: QueueItem) {
-        let startDrainer = inbox.withLock { inbox -> Bool in
+        let idle = inbox.withLock { inbox -> Bool in
             inbox.queue.append(item)
-            if inbox.draining { return false }
+            return !inbox.draining
+        }
+        if idle { DispatchQueue.global().async { self.drainIfIdle() } }
+    }
+
+    /// Drains what waits in the inbox unless another thread is already draining (or has).
+    private func drainIfIdle() {
+        let becomeDrainer = inbox.withLock { inbox -> Bool in
+            if inbox.draining || inbox.queue.isEmpty { return false }
             inbox.draining = true
             return true
         }
-        if startDrainer {
-            DispatchQueue.global().async { self.drain(currentThread(), alreadyDraining: false) }
-        }
+        if becomeDrainer { drain(currentThread(), alreadyDraining: false) }
     }
 
     private func drain(_ me: UInt, alreadyDraining: Bool) {
