@@ -15,6 +15,8 @@ public struct BinaryPayloadCodec: PayloadCodec {
     /// `"binary"`.
     public var name: String { Self.codecName }
 
+    private let encoders = BinaryEncoding.StreamEncoderPool()
+
     /// The codec.
     public init() {}
 
@@ -26,9 +28,15 @@ public struct BinaryPayloadCodec: PayloadCodec {
     }
 
     public func encode<T: Encodable>(_ value: T, appendingTo out: inout [UInt8]) throws {
-        let item = try BinaryEncoding.item(for: value, codingPath: [])
         out.append(Self.marker)
-        BinaryEncoding.write(item, to: &out)
+        do {
+            if try BinaryEncoding.stream(value, onto: &out, encoders: encoders) { return }
+            // The rare value the stream cannot follow: the same bytes through a tree of items.
+            BinaryEncoding.write(try BinaryEncoding.item(for: value, codingPath: []), to: &out)
+        } catch {
+            out.removeLast()
+            throw error
+        }
     }
 
     public func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {

@@ -41,7 +41,7 @@ final class EncoderCache {
 /// requirement of an empty generic type, held as a metatype, which has no reference count (a
 /// closure's context was retained on the host's thread and released on the writer's for every
 /// entry, and the two threads fought over its cache line).
-protocol ActionEncoding {
+protocol ActionEncoding: Sendable {
     static func encode(_ pointer: UnsafeRawPointer, codec: any PayloadCodec, into bytes: inout [UInt8]) throws
 }
 

@@ -188,20 +188,25 @@ final class LogWriter: Sendable {
         let started = ContinuousClock.now
         do {
             record = try store.environment.write(durability: durability) { txn in
-                for batch in batches {
-                    try batch.entries.withUnsafeBufferPointer { entries in
-                        // Targets change rarely within a batch: each is copied out once.
-                        var targetIndex = -1
-                        var target: EntryTarget?
-                        for pending in entries {
-                            if pending.target != targetIndex {
-                                targetIndex = pending.target
-                                target = batch.targets[targetIndex]
+                // One cursor for every entry: consecutive keys mostly land on the page it stands on.
+                try txn.withCursor(on: layout.log) { cursor in
+                    for batch in batches {
+                        try batch.entries.withUnsafeBufferPointer { entries in
+                            // Targets change rarely within a batch: each is copied out once.
+                            var targetIndex = -1
+                            var target: EntryTarget?
+                            for pending in entries {
+                                if pending.target != targetIndex {
+                                    targetIndex = pending.target
+                                    target = batch.targets[targetIndex]
+                                }
+                                try self.write(pending, target: target!, codec: codec, payload: &payload, cursor: cursor, key: key)
+                                if observed { written.append(pending.entry(target: target!, payload: payload)) }
                             }
-                            try self.write(pending, target: target!, codec: codec, payload: &payload, txn: txn, key: key, layout: layout)
-                            if observed { written.append(pending.entry(target: target!, payload: payload)) }
                         }
                     }
+                }
+                for batch in batches {
                     for snapshot in batch.snapshots {
                         try txn.put(snapshot.encoded(), forKey: LogKey(instance: key, sequence: snapshot.sequence), in: layout.snapshots)
                     }
@@ -238,7 +243,7 @@ final class LogWriter: Sendable {
     /// Encodes `pending`'s payload into `payload` and writes its record in space reserved in the map.
     private func write(
         _ pending: PendingEntry, target: EntryTarget, codec: any PayloadCodec, payload: inout [UInt8],
-        txn: borrowing Transaction<ReadWrite>, key: UInt64, layout: StoreLayout
+        cursor: borrowing Cursor<LogKey, [UInt8], ReadWrite>, key: UInt64
     ) throws {
         payload.removeAll(keepingCapacity: true)
         do {
@@ -251,7 +256,7 @@ final class LogWriter: Sendable {
         let size = LogEntry.recordSize(
             nodePath: target.nodePath, actionTag: target.actionTag, payloadCount: payload.count, hasDigest: pending.digest != nil)
         try payload.withUnsafeBytes { payload in
-            try txn.reserve(size, forKey: LogKey(instance: key, sequence: pending.sequence), in: layout.log) { record in
+            try cursor.reserve(size, forKey: LogKey(instance: key, sequence: pending.sequence)) { record in
                 let count = LogEntry.writeRecord(
                     into: record.baseAddress!, sequence: pending.sequence, time: pending.time, origin: pending.origin,
                     nodePath: target.nodePath, actionTag: target.actionTag, actionVersion: target.actionVersion,

@@ -106,6 +106,28 @@ public struct Cursor<Key, Value, Mode: TransactionMode>: ~Copyable {
 }
 
 extension Cursor where Mode == ReadWrite {
+    /// Reserves `size` bytes for `key` and lets `fill` write the value in place in the map
+    /// (`MDB_RESERVE`), leaving the cursor on the new entry. Keys written in increasing order
+    /// through one cursor skip the search from the root while they land on the page the cursor
+    /// stands on.
+    public func reserve(_ size: Int, forKey key: Key, _ fill: (UnsafeMutableRawBufferPointer) throws -> Void) throws
+    where Key: LMDBEncodable {
+        let target: UnsafeMutableRawBufferPointer = try key.withLMDBBytes { keyBytes throws(LMDBError) in
+            if keyBytes.count == 0 || keyBytes.count > environment.maxKeySize {
+                throw LMDBError(
+                    kind: .keyTooLong, path: environment.path, operation: "cursor put into \(database.label)",
+                    detail: "a key of \(keyBytes.count) bytes; keys must be 1 to \(environment.maxKeySize) bytes",
+                    recovery: "Hash or shorten long keys and keep the full value in the record")
+            }
+            var keyVal = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
+            var data = MDB_val(mv_size: size, mv_data: nil)
+            let rc = mdb_cursor_put(cursor, &keyVal, &data, UInt32(MDB_RESERVE))
+            guard rc == 0 else { throw failure(rc, "put") }
+            return UnsafeMutableRawBufferPointer(start: data.mv_data, count: size)
+        }
+        try fill(target)
+    }
+
     /// Deletes the entry under the cursor; the cursor then stands on the entry after it.
     public func deleteCurrent() throws(LMDBError) {
         let rc = mdb_cursor_del(cursor, 0)

@@ -1,0 +1,420 @@
+import Synchronization
+
+extension BinaryEncoding {
+    /// Encodes `value` straight onto `out`, writing the same bytes as building its ``Item`` tree
+    /// and writing that, without the tree: no object per container or nested value, no copy of
+    /// each string. Returns `false`, with `out` as it was, when the value used its containers in
+    /// an order a stream cannot follow (a super encoder; a container written to after a later
+    /// sibling was; two kinds of container for one value); the caller then builds the tree.
+    static func stream<T: Encodable>(_ value: T, onto out: inout [UInt8], encoders: StreamEncoderPool) throws -> Bool {
+        if writePrimitive(value, to: &out) { return true }
+        let start = out.count
+        let stream = encoders.take()
+        defer { encoders.giveBack(stream) }
+        swap(&stream.bytes, &out)
+        defer { swap(&stream.bytes, &out) }
+        do {
+            try stream.encodeValue(value, key: nil)
+        } catch {
+            stream.bytes.removeSubrange(start...)
+            if stream.abandoned { return false }
+            throw error
+        }
+        if stream.abandoned {
+            // A value that caught the stream's own error and went on.
+            stream.bytes.removeSubrange(start...)
+            return false
+        }
+        return true
+    }
+
+    /// Writes `value` if it is one of the primitives written without running `encode(to:)`.
+    @inline(__always)
+    static func writePrimitive<T>(_ value: T, to out: inout [UInt8]) -> Bool {
+        if T.self == Int.self { writeInt(Int64(unsafeBitCast(value, to: Int.self)), to: &out) }
+        else if T.self == String.self { writeTaggedString(unsafeBitCast(value, to: String.self), to: &out) }
+        else if T.self == Bool.self { writeBool(unsafeBitCast(value, to: Bool.self), to: &out) }
+        else if T.self == Double.self { writeDouble(unsafeBitCast(value, to: Double.self), to: &out) }
+        else if T.self == Int64.self { writeInt(unsafeBitCast(value, to: Int64.self), to: &out) }
+        else if T.self == UInt64.self { writeUInt(unsafeBitCast(value, to: UInt64.self), to: &out) }
+        else if T.self == UInt8.self { writeUInt(UInt64(unsafeBitCast(value, to: UInt8.self)), to: &out) }
+        else { return false }
+        return true
+    }
+
+    static func writeBool(_ value: Bool, to out: inout [UInt8]) {
+        out.append(value ? BinaryTag.true.rawValue : BinaryTag.false.rawValue)
+    }
+
+    static func writeInt(_ value: Int64, to out: inout [UInt8]) {
+        out.append(BinaryTag.int.rawValue)
+        writeVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)), to: &out)
+    }
+
+    static func writeUInt(_ value: UInt64, to out: inout [UInt8]) {
+        out.append(BinaryTag.uint.rawValue)
+        writeVarint(value, to: &out)
+    }
+
+    static func writeDouble(_ value: Double, to out: inout [UInt8]) {
+        out.append(BinaryTag.double.rawValue)
+        withUnsafeBytes(of: value.bitPattern.littleEndian) { out.append(contentsOf: $0) }
+    }
+
+    static func writeTaggedString(_ value: String, to out: inout [UInt8]) {
+        out.append(BinaryTag.string.rawValue)
+        writeString(value, to: &out)
+    }
+
+    /// Stream encoders kept for the next encoding: an encoder and its buffers cost more to
+    /// allocate and free than a small value costs to encode.
+    final class StreamEncoderPool: Sendable {
+        private let spare = Mutex<[StreamEncoder]>([])
+
+        func take() -> StreamEncoder {
+            spare.withLock { $0.popLast() } ?? StreamEncoder()
+        }
+
+        func giveBack(_ encoder: StreamEncoder) {
+            encoder.reset()
+            spare.withLock { if $0.count < 4 { $0.append(encoder) } }
+        }
+    }
+
+    /// The stream gave up on this value (see ``StreamEncoder/abandon()``).
+    struct StreamAbandoned: Error {}
+
+    /// An `Encoder` that writes each value where it is encoded. Containers are frames on a stack:
+    /// a value's frame is finished when its `encode(to:)` returns, a nested container's when its
+    /// parent is written to again. A map's entries are written as they come, then put in key
+    /// order (the last value of a repeated key wins) and counted when its frame is finished; an
+    /// array's count is put in front of its elements then.
+    ///
+    /// Used by one encoding on one thread, so its storage skips dynamic exclusivity checks
+    /// (they cost more than the writes they guarded). `@unchecked Sendable` only so a
+    /// ``StreamEncoderPool`` can keep it between encodings: the pool hands each encoder to one
+    /// encoding at a time and takes it back after, so no two threads ever use one at once.
+    final class StreamEncoder: Encoder, @unchecked Sendable {
+        /// The output; the caller's buffer is swapped in and out.
+        @exclusivity(unchecked) var bytes: [UInt8] = []
+        /// Set when the stream cannot follow the value; everything it wrote is discarded.
+        @exclusivity(unchecked) private(set) var abandoned = false
+        @exclusivity(unchecked) private var frames: [Frame] = []
+        /// The entries of the open maps, innermost last: each key and where its entry starts.
+        @exclusivity(unchecked) private var entries: [(key: String, start: Int)] = []
+        @exclusivity(unchecked) private var nextFrameID = 0
+        @exclusivity(unchecked) private var scratch: [UInt8] = []
+
+        struct Frame {
+            enum Kind { case pending, keyed, unkeyed, single }
+            var kind: Kind
+            let id: Int
+            /// Where the value's type byte is (or will be).
+            let start: Int
+            /// A value's own frame; `false` for a nested container.
+            let isValue: Bool
+            /// The key the value or container was encoded under (for `codingPath`).
+            let key: (any CodingKey)?
+            /// The frame's first entry in `entries` (maps).
+            let firstEntry: Int
+            /// Elements written (arrays), or 1 once a single value is written.
+            var count = 0
+        }
+
+        var codingPath: [any CodingKey] { frames.compactMap(\.key) }
+        var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+        func abandon() -> StreamAbandoned {
+            abandoned = true
+            return StreamAbandoned()
+        }
+
+        // MARK: Values
+
+        func encodeValue<T: Encodable>(_ value: T, key: (any CodingKey)?) throws {
+            if BinaryEncoding.writePrimitive(value, to: &bytes) { return }
+            let id = nextFrameID
+            nextFrameID += 1
+            frames.append(Frame(kind: .pending, id: id, start: bytes.count, isValue: true, key: key, firstEntry: entries.count))
+            try value.encode(to: self)
+            guard !abandoned, let index = frames.lastIndex(where: { $0.id == id }) else { throw abandon() }
+            while frames.count > index { finishTop() }
+        }
+
+        func writeNil() { bytes.append(BinaryTag.null.rawValue) }
+        func writeBool(_ value: Bool) { BinaryEncoding.writeBool(value, to: &bytes) }
+        func writeInt(_ value: Int64) { BinaryEncoding.writeInt(value, to: &bytes) }
+        func writeUInt(_ value: UInt64) { BinaryEncoding.writeUInt(value, to: &bytes) }
+        func writeDouble(_ value: Double) { BinaryEncoding.writeDouble(value, to: &bytes) }
+        func writeString(_ value: String) { BinaryEncoding.writeTaggedString(value, to: &bytes) }
+
+        /// Ready for the next encoding, keeping its buffers' capacity.
+        func reset() {
+            abandoned = false
+            frames.removeAll(keepingCapacity: true)
+            entries.removeAll(keepingCapacity: true)
+            nextFrameID = 0
+        }
+
+        // MARK: Frames
+
+        /// Makes frame `id` the innermost, finishing nested containers opened in it since; a
+        /// nested value still being encoded, or a frame already finished, abandons the stream.
+        func enter(_ id: Int) throws {
+            if abandoned { throw StreamAbandoned() }
+            if frames.last?.id == id { return }
+            while let top = frames.last, top.id != id {
+                if top.isValue { throw abandon() }
+                finishTop()
+            }
+            if frames.isEmpty { throw abandon() }
+        }
+
+        /// Starts an entry of the innermost frame (a map) under `key`.
+        func beginEntry(_ id: Int, key: String) throws {
+            try enter(id)
+            entries.append((key, bytes.count))
+            BinaryEncoding.writeString(key, to: &bytes)
+        }
+
+        /// Counts an element of the innermost frame (an array).
+        func beginElement(_ id: Int) throws {
+            try enter(id)
+            frames[frames.count - 1].count += 1
+        }
+
+        /// Claims the single value of the innermost frame.
+        func beginSingle(_ id: Int) throws {
+            try enter(id)
+            guard frames[frames.count - 1].count == 0 else { throw abandon() }
+            frames[frames.count - 1].count = 1
+        }
+
+        /// Opens a nested container as the innermost frame.
+        func push(_ kind: Frame.Kind, key: (any CodingKey)?) -> Int {
+            let id = nextFrameID
+            nextFrameID += 1
+            frames.append(Frame(kind: kind, id: id, start: bytes.count, isValue: false, key: key, firstEntry: entries.count))
+            bytes.append(kind == .keyed ? BinaryTag.map.rawValue : BinaryTag.array.rawValue)
+            return id
+        }
+
+        /// The frame of the value being encoded, as a container of `kind`; `nil` (abandoned)
+        /// when it already is another kind.
+        private func valueFrame(as kind: Frame.Kind) -> Int? {
+            if abandoned { return nil }
+            while let top = frames.last, !top.isValue { finishTop() }
+            guard let top = frames.last else { return nil }
+            if top.kind == .pending {
+                frames[frames.count - 1].kind = kind
+                if kind == .keyed { bytes.append(BinaryTag.map.rawValue) }
+                if kind == .unkeyed { bytes.append(BinaryTag.array.rawValue) }
+                return top.id
+            }
+            // A second container of the same kind continues the first (a subclass and its
+            // superclass sharing one map); anything else the stream cannot follow.
+            if top.kind == kind, kind != .single { return top.id }
+            _ = abandon()
+            return nil
+        }
+
+        private func finishTop() {
+            let frame = frames.removeLast()
+            switch frame.kind {
+            case .pending:
+                bytes.append(BinaryTag.map.rawValue)
+                bytes.append(0)
+            case .single:
+                if frame.count == 0 {
+                    bytes.append(BinaryTag.map.rawValue)
+                    bytes.append(0)
+                }
+            case .unkeyed:
+                insertCount(frame.count, at: frame.start + 1)
+            case .keyed:
+                finishMap(frame)
+            }
+        }
+
+        private func insertCount(_ count: Int, at offset: Int) {
+            if count < 0x80 {
+                bytes.insert(UInt8(count), at: offset)
+            } else {
+                scratch.removeAll(keepingCapacity: true)
+                BinaryEncoding.writeVarint(UInt64(count), to: &scratch)
+                bytes.insert(contentsOf: scratch, at: offset)
+            }
+        }
+
+        /// Counts the map's entries and puts them in key order, the last of a repeated key kept.
+        private func finishMap(_ frame: Frame) {
+            defer { entries.removeSubrange(frame.firstEntry...) }
+            let first = frame.firstEntry, end = entries.count
+            var ordered = true
+            if end - first > 1 {
+                for index in first + 1..<end where !(entries[index - 1].key < entries[index].key) {
+                    ordered = false
+                    break
+                }
+            }
+            if ordered {
+                insertCount(end - first, at: frame.start + 1)
+                return
+            }
+            var order = Array(first..<end)
+            order.sort { entries[$0].key < entries[$1].key || (entries[$0].key == entries[$1].key && $0 < $1) }
+            var kept: [Int] = []
+            kept.reserveCapacity(order.count)
+            for index in order {
+                if let last = kept.last, entries[last].key == entries[index].key { kept.removeLast() }
+                kept.append(index)
+            }
+            scratch.removeAll(keepingCapacity: true)
+            BinaryEncoding.writeVarint(UInt64(kept.count), to: &scratch)
+            for index in kept {
+                let entryEnd = index + 1 < end ? entries[index + 1].start : bytes.count
+                scratch.append(contentsOf: bytes[entries[index].start..<entryEnd])
+            }
+            bytes.replaceSubrange((frame.start + 1)..., with: scratch)
+        }
+
+        // MARK: Encoder
+
+        func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+            KeyedEncodingContainer(StreamKeyedContainer<Key>(stream: self, frame: valueFrame(as: .keyed) ?? -1))
+        }
+
+        func unkeyedContainer() -> any UnkeyedEncodingContainer {
+            StreamUnkeyedContainer(stream: self, frame: valueFrame(as: .unkeyed) ?? -1)
+        }
+
+        func singleValueContainer() -> any SingleValueEncodingContainer {
+            StreamSingleValueContainer(stream: self, frame: valueFrame(as: .single) ?? -1)
+        }
+
+        /// Elements written to array frame `id`.
+        func count(of id: Int) -> Int {
+            frames.last(where: { $0.id == id })?.count ?? 0
+        }
+    }
+
+    struct StreamKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+        let stream: StreamEncoder
+        let frame: Int
+        var codingPath: [any CodingKey] { stream.codingPath }
+
+        mutating func encodeNil(forKey key: Key) throws { try stream.beginEntry(frame, key: key.stringValue); stream.writeNil() }
+        mutating func encode(_ value: Bool, forKey key: Key) throws { try stream.beginEntry(frame, key: key.stringValue); stream.writeBool(value) }
+        mutating func encode(_ value: String, forKey key: Key) throws { try stream.beginEntry(frame, key: key.stringValue); stream.writeString(value) }
+        mutating func encode(_ value: Double, forKey key: Key) throws { try stream.beginEntry(frame, key: key.stringValue); stream.writeDouble(value) }
+        mutating func encode(_ value: Float, forKey key: Key) throws { try stream.beginEntry(frame, key: key.stringValue); stream.writeDouble(Double(value)) }
+        mutating func encode(_ value: Int, forKey key: Key) throws { try stream.beginEntry(frame, key: key.stringValue); stream.writeInt(Int64(value)) }
+        mutating func encode(_ value: Int8, forKey key: Key) throws { try stream.beginEntry(frame, key: key.stringValue); stream.writeInt(Int64(value)) }
+        mutating func encode(_ value: Int16, forKey key: Key) throws { try stream.beginEntry(frame, key: key.stringValue); stream.writeInt(Int64(value)) }
+        mutating func encode(_ value: Int32, forKey key: Key) throws { try stream.beginEntry(frame, key: key.stringValue); stream.writeInt(Int64(value)) }
+        mutating func encode(_ value: Int64, forKey key: Key) throws { try stream.beginEntry(frame, key: key.stringValue); stream.writeInt(value) }
+        mutating func encode(_ value: UInt, forKey key: Key) throws { try stream.beginEntry(frame, key: key.stringValue); stream.writeUInt(UInt64(value)) }
+        mutating func encode(_ value: UInt8, forKey key: Key) throws { try stream.beginEntry(frame, key: key.stringValue); stream.writeUInt(UInt64(value)) }
+        mutating func encode(_ value: UInt16, forKey key: Key) throws { try stream.beginEntry(frame, key: key.stringValue); stream.writeUInt(UInt64(value)) }
+        mutating func encode(_ value: UInt32, forKey key: Key) throws { try stream.beginEntry(frame, key: key.stringValue); stream.writeUInt(UInt64(value)) }
+        mutating func encode(_ value: UInt64, forKey key: Key) throws { try stream.beginEntry(frame, key: key.stringValue); stream.writeUInt(value) }
+        mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+            try stream.beginEntry(frame, key: key.stringValue)
+            try stream.encodeValue(value, key: key)
+        }
+
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+            guard (try? stream.beginEntry(frame, key: key.stringValue)) != nil else {
+                return KeyedEncodingContainer(StreamKeyedContainer<NestedKey>(stream: stream, frame: -1))
+            }
+            return KeyedEncodingContainer(StreamKeyedContainer<NestedKey>(stream: stream, frame: stream.push(.keyed, key: key)))
+        }
+
+        mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+            guard (try? stream.beginEntry(frame, key: key.stringValue)) != nil else {
+                return StreamUnkeyedContainer(stream: stream, frame: -1)
+            }
+            return StreamUnkeyedContainer(stream: stream, frame: stream.push(.unkeyed, key: key))
+        }
+
+        mutating func superEncoder() -> any Encoder {
+            _ = stream.abandon()
+            return stream
+        }
+
+        mutating func superEncoder(forKey key: Key) -> any Encoder {
+            _ = stream.abandon()
+            return stream
+        }
+    }
+
+    struct StreamUnkeyedContainer: UnkeyedEncodingContainer {
+        let stream: StreamEncoder
+        let frame: Int
+        var codingPath: [any CodingKey] { stream.codingPath }
+        var count: Int { stream.count(of: frame) }
+
+        mutating func encodeNil() throws { try stream.beginElement(frame); stream.writeNil() }
+        mutating func encode(_ value: Bool) throws { try stream.beginElement(frame); stream.writeBool(value) }
+        mutating func encode(_ value: String) throws { try stream.beginElement(frame); stream.writeString(value) }
+        mutating func encode(_ value: Double) throws { try stream.beginElement(frame); stream.writeDouble(value) }
+        mutating func encode(_ value: Float) throws { try stream.beginElement(frame); stream.writeDouble(Double(value)) }
+        mutating func encode(_ value: Int) throws { try stream.beginElement(frame); stream.writeInt(Int64(value)) }
+        mutating func encode(_ value: Int8) throws { try stream.beginElement(frame); stream.writeInt(Int64(value)) }
+        mutating func encode(_ value: Int16) throws { try stream.beginElement(frame); stream.writeInt(Int64(value)) }
+        mutating func encode(_ value: Int32) throws { try stream.beginElement(frame); stream.writeInt(Int64(value)) }
+        mutating func encode(_ value: Int64) throws { try stream.beginElement(frame); stream.writeInt(value) }
+        mutating func encode(_ value: UInt) throws { try stream.beginElement(frame); stream.writeUInt(UInt64(value)) }
+        mutating func encode(_ value: UInt8) throws { try stream.beginElement(frame); stream.writeUInt(UInt64(value)) }
+        mutating func encode(_ value: UInt16) throws { try stream.beginElement(frame); stream.writeUInt(UInt64(value)) }
+        mutating func encode(_ value: UInt32) throws { try stream.beginElement(frame); stream.writeUInt(UInt64(value)) }
+        mutating func encode(_ value: UInt64) throws { try stream.beginElement(frame); stream.writeUInt(value) }
+        mutating func encode<T: Encodable>(_ value: T) throws {
+            try stream.beginElement(frame)
+            try stream.encodeValue(value, key: nil)
+        }
+
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+            guard (try? stream.beginElement(frame)) != nil else {
+                return KeyedEncodingContainer(StreamKeyedContainer<NestedKey>(stream: stream, frame: -1))
+            }
+            return KeyedEncodingContainer(StreamKeyedContainer<NestedKey>(stream: stream, frame: stream.push(.keyed, key: nil)))
+        }
+
+        mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
+            guard (try? stream.beginElement(frame)) != nil else { return StreamUnkeyedContainer(stream: stream, frame: -1) }
+            return StreamUnkeyedContainer(stream: stream, frame: stream.push(.unkeyed, key: nil))
+        }
+
+        mutating func superEncoder() -> any Encoder {
+            _ = stream.abandon()
+            return stream
+        }
+    }
+
+    struct StreamSingleValueContainer: SingleValueEncodingContainer {
+        let stream: StreamEncoder
+        let frame: Int
+        var codingPath: [any CodingKey] { stream.codingPath }
+
+        func encodeNil() throws { try stream.beginSingle(frame); stream.writeNil() }
+        func encode(_ value: Bool) throws { try stream.beginSingle(frame); stream.writeBool(value) }
+        func encode(_ value: String) throws { try stream.beginSingle(frame); stream.writeString(value) }
+        func encode(_ value: Double) throws { try stream.beginSingle(frame); stream.writeDouble(value) }
+        func encode(_ value: Float) throws { try stream.beginSingle(frame); stream.writeDouble(Double(value)) }
+        func encode(_ value: Int) throws { try stream.beginSingle(frame); stream.writeInt(Int64(value)) }
+        func encode(_ value: Int8) throws { try stream.beginSingle(frame); stream.writeInt(Int64(value)) }
+        func encode(_ value: Int16) throws { try stream.beginSingle(frame); stream.writeInt(Int64(value)) }
+        func encode(_ value: Int32) throws { try stream.beginSingle(frame); stream.writeInt(Int64(value)) }
+        func encode(_ value: Int64) throws { try stream.beginSingle(frame); stream.writeInt(value) }
+        func encode(_ value: UInt) throws { try stream.beginSingle(frame); stream.writeUInt(UInt64(value)) }
+        func encode(_ value: UInt8) throws { try stream.beginSingle(frame); stream.writeUInt(UInt64(value)) }
+        func encode(_ value: UInt16) throws { try stream.beginSingle(frame); stream.writeUInt(UInt64(value)) }
+        func encode(_ value: UInt32) throws { try stream.beginSingle(frame); stream.writeUInt(UInt64(value)) }
+        func encode(_ value: UInt64) throws { try stream.beginSingle(frame); stream.writeUInt(value) }
+        func encode<T: Encodable>(_ value: T) throws {
+            try stream.beginSingle(frame)
+            try stream.encodeValue(value, key: nil)
+        }
+    }
+}
