@@ -22,7 +22,7 @@ struct PendingEntry: Sendable {
     var digest: UInt64?
 
     /// Appends the entry's payload, encoded with `codec`, to `bytes`.
-    func appendPayload(encoding: (any ActionEncoding.Type)?, codec: any PayloadCodec, to bytes: inout [UInt8]) throws {
+    func appendPayload(encoding: (any ValueEncoding.Type)?, codec: any PayloadCodec, to bytes: inout [UInt8]) throws {
         switch content {
         case .payload(let payload): bytes.append(contentsOf: payload)
         case .action(let action): try Self.encode(action, with: encoding!, codec: codec, to: &bytes)
@@ -30,7 +30,7 @@ struct PendingEntry: Sendable {
     }
 
     private static func encode<A: WorkflowAction>(
-        _ action: A, with encoding: any ActionEncoding.Type, codec: any PayloadCodec, to bytes: inout [UInt8]
+        _ action: A, with encoding: any ValueEncoding.Type, codec: any PayloadCodec, to bytes: inout [UInt8]
     ) throws {
         try withUnsafePointer(to: action) { try encoding.encode(UnsafeRawPointer($0), codec: codec, into: &bytes) }
     }
@@ -52,7 +52,7 @@ struct EntryTarget: Sendable {
     let actionTag: String
     let actionVersion: Int
     /// `nil` for entries whose payload is already encoded.
-    let encoding: (any ActionEncoding.Type)?
+    let encoding: (any ValueEncoding.Type)?
 }
 
 /// What one commit writes for an instance: its entries in order, the snapshots taken at them, and
@@ -95,7 +95,7 @@ struct CommitBatch: Sendable {
         for attachment in attachments { attachment.didAbandon() }
     }
 
-    private mutating func targetIndex(path: NodePath, tag: String, version: Int, encoding: (any ActionEncoding.Type)?) -> Int {
+    private mutating func targetIndex(path: NodePath, tag: String, version: Int, encoding: (any ValueEncoding.Type)?) -> Int {
         if let last = targets.indices.last, targets[last].nodePath == path, targets[last].actionTag == tag,
            targets[last].actionVersion == version, Self.same(targets[last].encoding, encoding) {
             return last
@@ -104,7 +104,7 @@ struct CommitBatch: Sendable {
         return targets.count - 1
     }
 
-    private static func same(_ a: (any ActionEncoding.Type)?, _ b: (any ActionEncoding.Type)?) -> Bool {
+    private static func same(_ a: (any ValueEncoding.Type)?, _ b: (any ValueEncoding.Type)?) -> Bool {
         switch (a, b) {
         case (nil, nil): true
         case (let a?, let b?): ObjectIdentifier(a) == ObjectIdentifier(b)

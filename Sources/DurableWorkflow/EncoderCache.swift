@@ -12,11 +12,11 @@ final class EncoderCache {
     struct ActionEncoder {
         let tag: String
         let version: Int
-        let encoding: any ActionEncoding.Type
+        let encoding: any ValueEncoding.Type
     }
 
-    private var actions = PerType<ActionEncoder>()
-    private var states = PerType<any StateEncoding>()
+    @exclusivity(unchecked) private var actions = PerType<ActionEncoder>()
+    @exclusivity(unchecked) private var states = PerType<any ValueEncoding.Type>()
 
     /// The encoder of action type `A`; `nil` when `A` is not a ``DurableAction``.
     func actionEncoder<A>(for type: A.Type) -> ActionEncoder? {
@@ -24,41 +24,30 @@ final class EncoderCache {
     }
 
     /// The encoder of values of type `T`; `nil` when `T` is not `Encodable`.
-    func stateEncoder<T>(for type: T.Type) -> (any StateEncoding)? {
+    func stateEncoder<T>(for type: T.Type) -> (any ValueEncoding.Type)? {
         states.value(for: ObjectIdentifier(type)) { (type as? any Encodable.Type).map { Self.encoder(of: $0) } }
     }
 
     private static func actionEncoder<D: DurableAction>(of type: D.Type) -> ActionEncoder {
-        ActionEncoder(tag: D.tag, version: D.version, encoding: TypedActionEncoding<D>.self)
+        ActionEncoder(tag: D.tag, version: D.version, encoding: TypedEncoding<D>.self)
     }
 
-    private static func encoder<E: Encodable>(of type: E.Type) -> any StateEncoding {
-        TypedStateEncoder<E>()
+    private static func encoder<E: Encodable>(of type: E.Type) -> any ValueEncoding.Type {
+        TypedEncoding<E>.self
     }
 }
 
-/// Appends the encoding of the action at a pointer to the type it was made for: a static
-/// requirement of an empty generic type, held as a metatype, which has no reference count (a
-/// closure's context was retained on the host's thread and released on the writer's for every
-/// entry, and the two threads fought over its cache line).
-protocol ActionEncoding: Sendable {
+/// Appends the encoding of the value at a pointer to the type it was made for (an action or a
+/// node's state): a static requirement of an empty generic type, held as a metatype, which has no
+/// reference count and is copied as two words. (A closure's context was retained on the host's
+/// thread and released on the writer's for every entry, and the two threads fought over its
+/// cache line; an existential of an empty struct cost witness calls to copy and destroy.)
+protocol ValueEncoding: Sendable {
     static func encode(_ pointer: UnsafeRawPointer, codec: any PayloadCodec, into bytes: inout [UInt8]) throws
 }
 
-private enum TypedActionEncoding<D: DurableAction>: ActionEncoding {
+private enum TypedEncoding<E: Encodable>: ValueEncoding {
     static func encode(_ pointer: UnsafeRawPointer, codec: any PayloadCodec, into bytes: inout [UInt8]) throws {
-        try codec.encode(pointer.assumingMemoryBound(to: D.self).pointee, appendingTo: &bytes)
-    }
-}
-
-/// Appends the encoding of the value at a pointer to the type it was made for. An existential of
-/// an empty generic struct: found and called with no closure context to retain.
-protocol StateEncoding {
-    func encode(_ pointer: UnsafeRawPointer, codec: any PayloadCodec, into bytes: inout [UInt8]) throws
-}
-
-private struct TypedStateEncoder<E: Encodable>: StateEncoding {
-    func encode(_ pointer: UnsafeRawPointer, codec: any PayloadCodec, into bytes: inout [UInt8]) throws {
         try codec.encode(pointer.assumingMemoryBound(to: E.self).pointee, appendingTo: &bytes)
     }
 }

@@ -109,10 +109,17 @@ final class InstanceJournal: RuntimeJournal {
         writer.committedThrough >= currentSequence ? .committed : .committing
     }
 
-    /// Hands the pending batch to the writer's background worker (waiting while it is more than
-    /// a few batches behind).
+    /// How many full batches a grouped host may run ahead of the disk. A commit's two syncs take
+    /// milliseconds here, in which the host records thousands of entries: with room for only 4
+    /// batches it stopped for every sync and both threads sat idle half the time (the writer
+    /// takes everything waiting into its next commit, so a longer backlog also means fewer,
+    /// larger commits). 16 batches of the default 1,000 entries hold a few MB.
+    static let backlogBatches = 16
+
+    /// Hands the pending batch to the writer's background worker, waiting while it is
+    /// `backlogBatches` batches behind.
     private func handOff(listener: any JournalListener, maxBatch: Int) throws -> CommitProgress {
-        try writer.handOff(takePending(), listener: listener, backlog: 4 * maxBatch)
+        try writer.handOff(takePending(), listener: listener, backlog: Self.backlogBatches * maxBatch)
         return .committing
     }
 
