@@ -32,13 +32,18 @@ enum DurableScenario {
     static let name = "durable"
 
     static func run(runs: Int, scale: Double, ceilings: [String: Measurement]) throws -> [Measurement] {
+        var results: [Measurement] = []
+        /// Measures a mode; with `paired`, also the raw ceiling for as many appends right before
+        /// each run, and the ratio of the two medians.
         func measure(_ caseName: String, _ mode: DurableConfiguration.Mode, digests: DurableConfiguration.Digests = .every(1),
-                     codec: (any PayloadCodec)? = nil, sends: Int, ceiling: String, detail: String) throws -> Measurement {
+                     codec: (any PayloadCodec)? = nil, sends: Int, ceiling: String, paired: RawAppends? = nil, detail: String) throws {
             let dir = try temporaryStore("durable-\(caseName)")
             defer { try? FileManager.default.removeItem(atPath: dir) }
             let store = try WorkflowStore.open(path: dir)
             var instance = 0
+            var ceilingSamples: [Double] = []
             let result = try Measurement.measure(name, caseName, metric: "actions_per_s", runs: runs, detail: detail) {
+                if let paired { ceilingSamples.append(try paired.run(sends)) }
                 instance += 1
                 let host = try store.start(BenchCounter(), id: "bench-\(instance)", configuration: benchConfiguration(mode, digests: digests, codec: codec))
                 let sink = host.rendering.sink
@@ -52,21 +57,28 @@ enum DurableScenario {
                 host.stop()
                 return Double(sends) / elapsed
             }
-            return ceilings[ceiling].map { result.relative(to: $0) } ?? result
+            if paired != nil {
+                let raw = Measurement(name, "\(caseName)-raw-ceiling", metric: "appends_per_s", samples: ceilingSamples,
+                                      detail: "raw LMDB: \(sends) appends of \(RawLMDBScenario.recordSize) B in one transaction, before each \(caseName) run")
+                results.append(raw)
+                results.append(result.relative(to: raw))
+            } else {
+                results.append(ceilings[ceiling].map { result.relative(to: $0) } ?? result)
+            }
         }
         let small = max(30, Int(300 * scale)), large = Int(30_000 * scale)
-        return [
-            try measure("strict", .strict, sends: small, ceiling: "commit-strict",
-                        detail: "1 entry per commit, 2 fsyncs; binary payload, digest per entry"),
-            try measure("grouped", .grouped, sends: large, ceiling: "append-1txn",
-                        detail: "1 producer, commits of up to 1000 entries within 2 ms, synced"),
-            try measure("grouped-json", .grouped, codec: JSONPayloadCodec(), sends: large, ceiling: "append-1txn",
-                        detail: "as grouped, with the JSON codec"),
-            try measure("grouped-nodigest", .grouped, digests: .off, sends: large, ceiling: "append-1txn",
-                        detail: "as grouped, without state digests"),
-            try measure("processCrashSafe", .processCrashSafe, sends: large, ceiling: "commit-nosync",
-                        detail: "1 entry per commit, no fsync (background sync every 1 s)"),
-        ]
+        let paired = try RawAppends(label: "durable-ceiling")
+        try measure("strict", .strict, sends: small, ceiling: "commit-strict",
+                    detail: "1 entry per commit, 2 fsyncs; binary payload, digest per entry")
+        try measure("grouped", .grouped, sends: large, ceiling: "append-1txn", paired: paired,
+                    detail: "1 producer, commits of up to 1000 entries within 2 ms, synced")
+        try measure("grouped-json", .grouped, codec: JSONPayloadCodec(), sends: large, ceiling: "append-1txn",
+                    detail: "as grouped, with the JSON codec")
+        try measure("grouped-nodigest", .grouped, digests: .off, sends: large, ceiling: "append-1txn",
+                    detail: "as grouped, without state digests")
+        try measure("processCrashSafe", .processCrashSafe, sends: large, ceiling: "commit-nosync",
+                    detail: "1 entry per commit, no fsync (background sync every 1 s)")
+        return results
     }
 }
 

@@ -25,12 +25,7 @@ struct Measurement: Codable {
     ) rethrows -> Measurement {
         var samples: [Double] = []
         for _ in 0..<runs { samples.append(try body()) }
-        samples.sort()
-        let median = samples.count % 2 == 1
-            ? samples[samples.count / 2]
-            : (samples[samples.count / 2 - 1] + samples[samples.count / 2]) / 2
-        return Measurement(scenario: scenario, case: name, metric: metric, median: median,
-                           min: samples.first!, max: samples.last!, runs: runs, ratio: nil, ratioTo: nil, detail: detail)
+        return Measurement(scenario, name, metric: metric, samples: samples, detail: detail)
     }
 
     /// This figure divided by `ceiling` (same metric), recorded with the ceiling's name.
@@ -40,6 +35,18 @@ struct Measurement: Codable {
         copy.ratio = higherIsBetter ? median / ceiling.median : ceiling.median / median
         copy.ratioTo = "\(ceiling.scenario)/\(ceiling.case)"
         return copy
+    }
+}
+
+extension Measurement {
+    /// The median and spread of `samples` (at least one).
+    init(_ scenario: String, _ name: String, metric: String, samples: [Double], detail: String) {
+        let sorted = samples.sorted()
+        let median = sorted.count % 2 == 1
+            ? sorted[sorted.count / 2]
+            : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+        self.init(scenario: scenario, case: name, metric: metric, median: median,
+                  min: sorted.first!, max: sorted.last!, runs: sorted.count, ratio: nil, ratioTo: nil, detail: detail)
     }
 }
 

@@ -70,6 +70,38 @@ enum RawLMDBScenario {
     }
 }
 
+/// Raw appends of ``RawLMDBScenario/recordSize``-byte records in one transaction, into a store of
+/// its own: the ceiling a scenario measures between its own runs, so that both sides of a ratio
+/// see the machine at the same moment (this VM's speed drifts by up to 2x within minutes).
+final class RawAppends {
+    private let directory: String
+    private let environment: Environment
+    private let database: Database<UInt64, [UInt8]>
+    private let value = [UInt8](repeating: 0xAB, count: RawLMDBScenario.recordSize)
+    private var next: UInt64 = 1
+
+    init(label: String) throws {
+        directory = try temporaryStore(label)
+        environment = try Environment.open(path: directory, configuration: .init(durability: .noSync))
+        database = try environment.database(named: "log")
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
+
+    /// Appends `count` records in one transaction; returns appends per second.
+    func run(_ count: Int) throws -> Double {
+        let elapsed = try seconds {
+            try environment.write { txn in
+                for _ in 0..<count {
+                    try txn.append(value, forKey: next, in: database)
+                    next += 1
+                }
+            }
+        }
+        return Double(count) / elapsed
+    }
+}
+
 /// A fresh directory for one benchmark store.
 func temporaryStore(_ label: String) throws -> String {
     let path = NSTemporaryDirectory() + "/wf-bench-\(label)-\(UUID().uuidString)"
