@@ -113,12 +113,7 @@ extension Cursor where Mode == ReadWrite {
     public func reserve(_ size: Int, forKey key: Key, _ fill: (UnsafeMutableRawBufferPointer) throws -> Void) throws
     where Key: LMDBEncodable {
         let target: UnsafeMutableRawBufferPointer = try key.withLMDBBytes { keyBytes throws(LMDBError) in
-            if keyBytes.count == 0 || keyBytes.count > environment.maxKeySize {
-                throw LMDBError(
-                    kind: .keyTooLong, path: environment.path, operation: "cursor put into \(database.label)",
-                    detail: "a key of \(keyBytes.count) bytes; keys must be 1 to \(environment.maxKeySize) bytes",
-                    recovery: "Hash or shorten long keys and keep the full value in the record")
-            }
+            try checkKeySize(keyBytes, in: environment, "cursor put into \(database.label)")
             var keyVal = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
             var data = MDB_val(mv_size: size, mv_data: nil)
             let rc = mdb_cursor_put(cursor, &keyVal, &data, UInt32(MDB_RESERVE))

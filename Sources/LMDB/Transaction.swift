@@ -39,13 +39,18 @@ public struct Transaction<Mode: TransactionMode>: ~Copyable {
     }
 
     func checkKey(_ key: UnsafeRawBufferPointer, _ operation: @autoclosure () -> String) throws(LMDBError) {
-        if key.count == 0 || key.count > environment.maxKeySize {
-            throw LMDBError(
-                kind: .keyTooLong, path: environment.path, operation: operation(),
-                detail: "a key of \(key.count) bytes; keys must be 1 to \(environment.maxKeySize) bytes",
-                recovery: "Hash or shorten long keys and keep the full value in the record"
-            )
-        }
+        try checkKeySize(key, in: environment, operation())
+    }
+}
+
+/// Throws ``LMDBError/Kind/keyTooLong`` for an empty key or one longer than the environment allows.
+func checkKeySize(_ key: UnsafeRawBufferPointer, in environment: Environment, _ operation: @autoclosure () -> String) throws(LMDBError) {
+    if key.count == 0 || key.count > environment.maxKeySize {
+        throw LMDBError(
+            kind: .keyTooLong, path: environment.path, operation: operation(),
+            detail: "a key of \(key.count) bytes; keys must be 1 to \(environment.maxKeySize) bytes",
+            recovery: "Hash or shorten long keys and keep the full value in the record"
+        )
     }
 }
 

@@ -83,4 +83,42 @@ struct CursorTests {
         }
         #expect(left == [10, 30, 50, 70, 90])
     }
+
+    @Test("reserving through a write cursor stores each value where fill wrote it, in or out of order; a bad key is keyTooLong")
+    func reserveThroughCursor() throws {
+        let dir = TemporaryDirectory("cursor-reserve")
+        let (env, _) = try makeStore(dir)
+        let raw: Database<UInt64, [UInt8]> = try env.database(named: "log")
+        // 5,000 keys after the existing ones (many page splits), then a few between them.
+        let keys = Array(UInt64(101)...5_100) + [15, 25, 35]
+        let rejected: [LMDBError] = try env.write { txn throws in
+            try txn.withCursor(on: raw) { cursor throws in
+                for key in keys {
+                    let size = Int(key % 7) + 1
+                    try cursor.reserve(size, forKey: key) { buffer in
+                        for index in 0..<size { buffer[index] = UInt8(truncatingIfNeeded: key &+ UInt64(index)) }
+                    }
+                }
+            }
+            var rejected: [LMDBError] = []
+            let strings: Database<String, [UInt8]> = try env.database(named: "log")
+            try txn.withCursor(on: strings) { cursor throws in
+                for badKey in [String(repeating: "k", count: 512), ""] {
+                    do { try cursor.reserve(1, forKey: badKey) { _ in Issue.record("fill ran for a bad key") } }
+                    catch let error as LMDBError { rejected.append(error) }
+                }
+            }
+            return rejected
+        }
+        #expect(rejected.map(\.kind) == [.keyTooLong, .keyTooLong])
+        try env.read { txn throws in
+            for key in keys {
+                let size = Int(key % 7) + 1
+                #expect(try txn.get(key, in: raw) == (0..<size).map { UInt8(truncatingIfNeeded: key &+ UInt64($0)) })
+            }
+            var count = 0
+            try txn.forEach(in: raw) { _, _ in count += 1; return true }
+            #expect(count == 10 + keys.count)
+        }
+    }
 }
