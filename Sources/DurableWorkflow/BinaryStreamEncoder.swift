@@ -91,9 +91,12 @@ extension BinaryEncoding {
     /// array's count is put in front of its elements then.
     ///
     /// Used by one encoding on one thread, so its storage skips dynamic exclusivity checks
-    /// (they cost more than the writes they guarded). `@unchecked Sendable` only so a
-    /// ``StreamEncoderPool`` can keep it between encodings: the pool hands each encoder to one
-    /// encoding at a time and takes it back after, so no two threads ever use one at once.
+    /// (they cost more than the writes they guarded).
+    // @unchecked Sendable, only so a ``StreamEncoderPool`` can keep it between encodings: an
+    // encoder is reachable only from the pool (under its mutex) or from the one `stream` call that
+    // took it, which uses it on its own thread and gives it back when done; the containers it hands
+    // out live only during that call (`Encodable` values may not keep them). So no two threads
+    // ever touch one at once, and a hand-over goes through the pool's mutex.
     final class StreamEncoder: Encoder, @unchecked Sendable {
         /// The output; the caller's buffer is swapped in and out.
         @exclusivity(unchecked) var bytes: [UInt8] = []

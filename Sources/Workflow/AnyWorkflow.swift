@@ -88,9 +88,9 @@ extension Workflow {
 }
 
 /// The action an ``AnyWorkflow`` node applies when its child emits: it emits the (mapped) output.
+// @unchecked Sendable: a ForwardOutput is created and applied inside one output cascade on the
+// thread running the host; it is never queued, sent or stored, so no other thread sees it.
 struct ForwardOutput<W: Workflow>: WorkflowAction, @unchecked Sendable {
-    // @unchecked Sendable: a ForwardOutput is created and applied inside one output cascade on
-    // the thread running the host; it is never queued, sent or stored.
     typealias WorkflowType = W
     let output: W.Output
 

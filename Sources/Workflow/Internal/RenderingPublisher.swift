@@ -5,9 +5,10 @@ import Synchronization
 /// Publishing is on every action's path, so it avoids the Swift runtime's metadata lookups that
 /// `Optional<Rendering>` or a generic locked struct would cost: the rendering lives in a slot
 /// reached through a pointer, and the stream table is touched only when streams exist.
+// @unchecked Sendable: `slot`, `hasCurrent`, `streams`, `nextID` and `finished` are read and
+// written only while `lock` is held (the lock's value counts the open streams), and `deinit` runs
+// when no other reference, and so no other thread, remains.
 final class RenderingPublisher<Rendering: Sendable>: @unchecked Sendable {
-    // @unchecked Sendable: `slot`, `hasCurrent`, `streams`, `nextID` and `finished` are read and
-    // written only while `lock` is held; the lock's value counts the open streams.
     private let lock = Mutex<Int>(0)
     private let slot = UnsafeMutablePointer<Rendering>.allocate(capacity: 1)
     private var hasCurrent = false
