@@ -190,6 +190,8 @@ final class LogWriter: Sendable {
             record = try store.environment.write(durability: durability) { txn in
                 // One cursor for every entry: consecutive keys mostly land on the page it stands on.
                 try txn.withCursor(on: layout.log) { cursor in
+                    // Appending fills pages; inserted in order, LMDB splits each full page in half.
+                    var atEnd = true
                     for batch in batches {
                         try batch.entries.withUnsafeBufferPointer { entries in
                             // Targets change rarely within a batch: each is copied out once.
@@ -200,7 +202,7 @@ final class LogWriter: Sendable {
                                     targetIndex = pending.target
                                     target = batch.targets[targetIndex]
                                 }
-                                try self.write(pending, target: target!, codec: codec, payload: &payload, cursor: cursor, key: key)
+                                try self.write(pending, target: target!, codec: codec, payload: &payload, cursor: cursor, key: key, atEnd: &atEnd)
                                 if observed { written.append(pending.entry(target: target!, payload: payload)) }
                             }
                         }
@@ -240,10 +242,12 @@ final class LogWriter: Sendable {
         }
     }
 
-    /// Encodes `pending`'s payload into `payload` and writes its record in space reserved in the map.
+    /// Encodes `pending`'s payload into `payload` and writes its record in space reserved in the map:
+    /// appended while `atEnd` (the instance's entries are the last keys of the log, as the newest
+    /// instance's are), else inserted; the first append that finds a later key clears `atEnd`.
     private func write(
         _ pending: PendingEntry, target: EntryTarget, codec: any PayloadCodec, payload: inout [UInt8],
-        cursor: borrowing Cursor<LogKey, [UInt8], ReadWrite>, key: UInt64
+        cursor: borrowing Cursor<LogKey, [UInt8], ReadWrite>, key: UInt64, atEnd: inout Bool
     ) throws {
         payload.removeAll(keepingCapacity: true)
         do {
@@ -256,13 +260,17 @@ final class LogWriter: Sendable {
         let size = LogEntry.recordSize(
             nodePath: target.nodePath, actionTag: target.actionTag, payloadCount: payload.count, hasDigest: pending.digest != nil)
         try payload.withUnsafeBytes { payload in
-            try cursor.reserve(size, forKey: LogKey(instance: key, sequence: pending.sequence)) { record in
+            let fill = { (record: UnsafeMutableRawBufferPointer) in
                 let count = LogEntry.writeRecord(
                     into: record.baseAddress!, sequence: pending.sequence, time: pending.time, origin: pending.origin,
                     nodePath: target.nodePath, actionTag: target.actionTag, actionVersion: target.actionVersion,
                     payload: payload, digest: pending.digest)
                 precondition(count == size, "log entry size miscounted")
             }
+            let logKey = LogKey(instance: key, sequence: pending.sequence)
+            if atEnd, try cursor.reserveAtEnd(size, forKey: logKey, fill) { return }
+            atEnd = false
+            try cursor.reserve(size, forKey: logKey, fill)
         }
     }
 

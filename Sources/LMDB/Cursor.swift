@@ -112,15 +112,33 @@ extension Cursor where Mode == ReadWrite {
     /// stands on.
     public func reserve(_ size: Int, forKey key: Key, _ fill: (UnsafeMutableRawBufferPointer) throws -> Void) throws
     where Key: LMDBEncodable {
-        let target: UnsafeMutableRawBufferPointer = try key.withLMDBBytes { keyBytes throws(LMDBError) in
+        let target = try reserve(size, forKey: key, flags: UInt32(MDB_RESERVE))!
+        try fill(target)
+    }
+
+    /// As ``reserve(_:forKey:_:)`` for a key after every key in the database (`MDB_APPEND`):
+    /// LMDB then skips the search and, when the last page is full, starts a new one instead of
+    /// splitting it in half, so keys appended in order fill their pages. Returns `false`, writing
+    /// nothing, when a key at or after `key` exists.
+    public func reserveAtEnd(_ size: Int, forKey key: Key, _ fill: (UnsafeMutableRawBufferPointer) throws -> Void) throws -> Bool
+    where Key: LMDBEncodable {
+        guard let target = try reserve(size, forKey: key, flags: UInt32(MDB_RESERVE | MDB_APPEND)) else { return false }
+        try fill(target)
+        return true
+    }
+
+    /// The space reserved for `key`, or `nil` when an append found a key at or after it.
+    private func reserve(_ size: Int, forKey key: Key, flags: UInt32) throws(LMDBError) -> UnsafeMutableRawBufferPointer?
+    where Key: LMDBEncodable {
+        try key.withLMDBBytes { keyBytes throws(LMDBError) in
             try checkKeySize(keyBytes, in: environment, "cursor put into \(database.label)")
             var keyVal = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
             var data = MDB_val(mv_size: size, mv_data: nil)
-            let rc = mdb_cursor_put(cursor, &keyVal, &data, UInt32(MDB_RESERVE))
+            let rc = mdb_cursor_put(cursor, &keyVal, &data, flags)
+            if rc == MDB_KEYEXIST && flags & UInt32(MDB_APPEND) != 0 { return nil }
             guard rc == 0 else { throw failure(rc, "put") }
             return UnsafeMutableRawBufferPointer(start: data.mv_data, count: size)
         }
-        try fill(target)
     }
 
     /// Deletes the entry under the cursor; the cursor then stands on the entry after it.

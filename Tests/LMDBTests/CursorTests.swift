@@ -121,4 +121,41 @@ struct CursorTests {
             #expect(count == 10 + keys.count)
         }
     }
+
+    @Test("reserving at the end appends in order and fills pages; a key before the last one is refused and nothing is written")
+    func reserveAtEnd() throws {
+        let dir = TemporaryDirectory("cursor-reserve-end")
+        let env = try Environment.open(path: dir.path)
+        let appended: Database<UInt64, [UInt8]> = try env.database(named: "appended")
+        let inserted: Database<UInt64, [UInt8]> = try env.database(named: "inserted")
+        let count: UInt64 = 3_000, size = 100
+        func fill(_ key: UInt64) -> (UnsafeMutableRawBufferPointer) -> Void {
+            { buffer in for index in 0..<size { buffer[index] = UInt8(truncatingIfNeeded: key &+ UInt64(index)) } }
+        }
+        let (refusals, insertedLeaves, appendedLeaves) = try env.write { txn throws -> ([Bool], Int, Int) in
+            // The same keys in the same order, once appended, once inserted before a key that
+            // stays last (the layout that made every full page split in half).
+            try txn.put([0], forKey: UInt64.max, in: inserted)
+            try txn.withCursor(on: inserted) { cursor throws in
+                for key in 1...count { try cursor.reserve(size, forKey: key, fill(key)) }
+            }
+            let refusals = try txn.withCursor(on: appended) { cursor throws -> [Bool] in
+                for key in 1...count { #expect(try cursor.reserveAtEnd(size, forKey: key, fill(key))) }
+                // Before the last key, and equal to it: refused, `fill` never runs.
+                return try [count / 2, count].map { key in
+                    try cursor.reserveAtEnd(size, forKey: key) { _ in Issue.record("fill ran for a refused append") }
+                }
+            }
+            return (refusals, try txn.statistics(of: inserted).leafPages, try txn.statistics(of: appended).leafPages)
+        }
+        #expect(refusals == [false, false])
+        // Appended pages are full: about half as many as inserted ones.
+        #expect(appendedLeaves * 10 < insertedLeaves * 6, "appended \(appendedLeaves) leaves, inserted \(insertedLeaves)")
+        try env.read { txn throws in
+            #expect(try txn.count(of: appended) == Int(count))
+            for key in [1, count / 2, count] {
+                #expect(try txn.get(key, in: appended) == (0..<size).map { UInt8(truncatingIfNeeded: key &+ UInt64($0)) })
+            }
+        }
+    }
 }
