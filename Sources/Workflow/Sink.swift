@@ -40,7 +40,7 @@ public struct Sink<Action: WorkflowAction>: Sendable {
         switch target {
         case .node(let queue, let node):
             return await withCheckedContinuation { continuation in
-                queue.enqueue(.sendAndWait(node, action, continuation))
+                queue.enqueue(.sendAndWait(node, action, Waiter(continuation)))
             }
         case .recorder(let record):
             record(action)

@@ -94,7 +94,7 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
     /// Returns once every action applied so far is committed (durable hosts with grouped
     /// commits); at once for an in-memory host.
     public func flush() async {
-        await withCheckedContinuation { continuation in runtime.enqueue(.flush(continuation)) }
+        await withCheckedContinuation { continuation in runtime.enqueue(.flush(Waiter(continuation))) }
     }
 
     deinit {
@@ -136,7 +136,7 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
 
     /// Stops (see ``stop()``) and returns once everything has ended.
     public func stopAndWait() async {
-        await withCheckedContinuation { continuation in runtime.enqueue(.stop(continuation)) }
+        await withCheckedContinuation { continuation in runtime.enqueue(.stop(Waiter(continuation))) }
     }
 }
 

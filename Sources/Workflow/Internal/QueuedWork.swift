@@ -7,12 +7,17 @@ protocol ActionQueue: AnyObject, Sendable {
 }
 
 /// An entry in the host's first-in-first-out queue.
+///
+/// Every payload has a size known when this module is compiled: continuations come boxed
+/// (``Waiter``). `CheckedContinuation` is a struct of a module built for library evolution, so
+/// its size is known only at run time; carried inline it made the whole enum's layout a run-time
+/// one, and every send paid for metadata lookups and value-witness calls to copy, tag and destroy
+/// its item (a fifth of an in-memory action).
 enum QueueItem: Sendable {
-    /// An action sent through a sink to the node that declared it. (The common case carries no
-    /// continuation: destroying an optional one cost every action a generic value-witness call.)
+    /// An action sent through a sink to the node that declared it.
     case send(NodeID, any WorkflowAction)
-    /// As `send`; the continuation learns whether it was applied (and committed).
-    case sendAndWait(NodeID, any WorkflowAction, CheckedContinuation<Bool, Never>)
+    /// As `send`; the waiter learns whether it was applied (and committed).
+    case sendAndWait(NodeID, any WorkflowAction, Waiter<Bool>)
     /// An action for a node (a worker's output).
     case work(any QueuedWork)
     /// New root props (`update(workflow:)`).
@@ -22,13 +27,22 @@ enum QueueItem: Sendable {
     /// Stop calling a rendering callback.
     case unobserve(UInt64)
     /// Commit what is pending (durable hosts); resumes once it is committed and released.
-    case flush(CheckedContinuation<Void, Never>?)
+    case flush(Waiter<Void>?)
     /// End the tree; `completion` resumes when every worker and side effect has ended.
-    case stop(CheckedContinuation<Void, Never>?)
+    case stop(Waiter<Void>?)
     /// The journal committed every entry up to this sequence in the background.
     case committed(UInt64)
     /// The journal could not commit in the background: the host stops.
     case journalFailed(any Error)
+}
+
+/// A continuation in a box of known size, for ``QueueItem``.
+final class Waiter<Value: Sendable>: Sendable {
+    let continuation: CheckedContinuation<Value, Never>
+
+    init(_ continuation: CheckedContinuation<Value, Never>) {
+        self.continuation = continuation
+    }
 }
 
 /// What happened to a queued action.

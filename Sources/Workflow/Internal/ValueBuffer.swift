@@ -5,7 +5,9 @@
 /// `Array<Element>` there asks the Swift runtime for the metadata of that array type (a hash
 /// lookup), which cost a third of a one-node action. The buffer reaches its elements through a
 /// pointer whose element type comes from the instance itself, so appending, visiting and
-/// emptying cost no lookups. Drainer-only, like the rest of the runtime's state.
+/// emptying cost no lookups. Also the host's first-in-first-out queue (``popFirst()``): popping
+/// moves the element out and moves nothing else. Drainer-only, like the rest of the runtime's
+/// state; the queue is touched only under the inbox's lock.
 final class ValueBuffer<Element> {
     private var base: UnsafeMutablePointer<Element>
     private var capacity: Int
@@ -49,6 +51,18 @@ final class ValueBuffer<Element> {
         end = live
     }
 
+    /// Removes and returns the oldest element.
+    func popFirst() -> Element? {
+        guard head < end else { return nil }
+        let element = (base + head).move()
+        head += 1
+        if head == end {
+            head = 0
+            end = 0
+        }
+        return element
+    }
+
     /// Calls `body` with each element, oldest first, emptying the buffer. Elements appended by
     /// `body` are visited too.
     func drain(_ body: (consuming Element) -> Void) {
@@ -66,6 +80,34 @@ final class ValueBuffer<Element> {
         var remaining = Swift.min(prefix, end - head)
         while remaining > 0 {
             let element = (base + head).move()
+            head += 1
+            remaining -= 1
+            body(element)
+        }
+        if head == end {
+            head = 0
+            end = 0
+        }
+    }
+
+    /// As ``drain(_:)``, handing `body` each element in place: `body` must move it out (leave
+    /// the memory uninitialised), which spares a copy where the element goes on into storage.
+    func drain(movingEach body: (UnsafeMutablePointer<Element>) -> Void) {
+        while head < end {
+            let element = base + head
+            head += 1
+            body(element)
+        }
+        head = 0
+        end = 0
+    }
+
+    /// As ``drain(prefix:_:)``, handing `body` each element in place to move out (see
+    /// ``drain(movingEach:)``).
+    func drain(prefix: Int, movingEach body: (UnsafeMutablePointer<Element>) -> Void) {
+        var remaining = Swift.min(prefix, end - head)
+        while remaining > 0 {
+            let element = base + head
             head += 1
             remaining -= 1
             body(element)

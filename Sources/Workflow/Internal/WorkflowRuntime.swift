@@ -191,8 +191,8 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         switch item {
         case .send(let nodeID, let action):
             _ = applySent(action, to: nodeID)
-        case .sendAndWait(let nodeID, let action, let completion):
-            settle(completion, applied: applySent(action, to: nodeID) == .applied)
+        case .sendAndWait(let nodeID, let action, let waiter):
+            settle(waiter.continuation, applied: applySent(action, to: nodeID) == .applied)
         case .work(let work):
             _ = applyWork(work)
         case .updateRoot(let boxed):
@@ -201,9 +201,9 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             observe(id, callback)
         case .unobserve(let id):
             callbacks[id] = nil
-        case .flush(let completion):
+        case .flush(let waiter):
             if uncommitted { commitPendingAndRelease(.now) }
-            if let completion {
+            if let completion = waiter?.continuation {
                 if uncommitted {
                     pendingFlushes.append(completion)
                 } else if !sealed.isEmpty {
@@ -218,7 +218,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             }
         case .journalFailed(let error):
             if !stopped { fail(error) }
-        case .stop(let completion):
+        case .stop(let waiter):
             if !stopped {
                 if uncommitted || !sealed.isEmpty { commitPendingAndRelease(.wait) }
                 stopped = true
@@ -227,7 +227,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
                 endStreams()
                 journal?.hostDidStop()
             }
-            completion?.resume()
+            waiter?.continuation.resume()
         }
     }
 
@@ -342,7 +342,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             for completion in finish { completion(duration) }
         }
         if context.isReplaying { pendingRenderings.removeAll() }
-        pendingRenderings.append(rendering)
+        pendingRenderings.append(consume rendering)
         setPhase(.idle)
     }
 
@@ -425,12 +425,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         setPhase(.releasing)
         var effects = batch.effects
         effects.release(queue: self, observers: context.observers)
-        pendingRenderings.drain(prefix: batch.renderings) { rendering in
-            publisher.publish(rendering)
-            if !callbacks.isEmpty {
-                for callback in callbacks.values { callback(rendering) }
-            }
-        }
+        pendingRenderings.drain(prefix: batch.renderings, movingEach: publish(movingFrom:))
         sealedRenderings -= batch.renderings
         if batch.outputs > 0 { deliverOutputs(prefix: batch.outputs) }
         for completion in batch.completions { completion.resume(returning: true) }
@@ -443,12 +438,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     private func releasePending() {
         setPhase(.releasing)
         context.effects.release(queue: self, observers: context.observers)
-        pendingRenderings.drain { rendering in
-            publisher.publish(rendering)
-            if !callbacks.isEmpty {
-                for callback in callbacks.values { callback(rendering) }
-            }
-        }
+        pendingRenderings.drain(movingEach: publish(movingFrom:))
         if !pendingOutputs.isEmpty { deliverOutputs() }
         if !pendingCompletions.isEmpty {
             for completion in pendingCompletions { completion.resume(returning: true) }
@@ -459,6 +449,18 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             pendingFlushes.removeAll()
         }
         setPhase(.idle)
+    }
+
+    /// Makes the rendering at `pending` the host's current one (it moves into the publisher,
+    /// leaving `pending` uninitialised), for its streams, then its callbacks.
+    private func publish(movingFrom pending: UnsafeMutablePointer<Root.Rendering>) {
+        if callbacks.isEmpty {
+            publisher.publish(movingFrom: pending)
+        } else {
+            let rendering = pending.pointee
+            publisher.publish(movingFrom: pending)
+            for callback in callbacks.values { callback(rendering) }
+        }
     }
 
     /// Out of line so that the output stream's metadata is looked up only when there are outputs.
@@ -587,7 +589,7 @@ private struct SealedRelease {
 
 /// The runtime's queue and whether a thread is draining it.
 private struct Inbox {
-    var queue = FIFO<QueueItem>()
+    let queue = ValueBuffer<QueueItem>(capacity: 16)
     var draining = false
 }
 
