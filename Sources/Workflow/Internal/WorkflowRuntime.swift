@@ -313,10 +313,10 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
 
     /// Logs the action just applied (durable hosts), then renders and releases.
     private func recordAndRender(_ outcome: WorkOutcome) -> WorkOutcome {
-        let attachment = context.pendingAttachment
-        context.pendingAttachment = nil
-        if let journal, let applied = context.lastApplied {
-            context.lastApplied = nil
+        // Moved out (`take`), not copied then cleared: the compiler merges the outlined copies and
+        // destroys of these optionals into generic ones that go through value witnesses.
+        let attachment = context.pendingAttachment.take()
+        if let journal, let applied = context.lastApplied.take() {
             do {
                 try journal.record(
                     action: applied.action, at: applied.path, origin: applied.origin, time: context.currentTime,
