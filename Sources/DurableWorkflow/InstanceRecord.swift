@@ -30,8 +30,8 @@ public struct InstanceInfo: Sendable, Hashable, Codable {
 
 /// An instance's index entry. Stored in two places so that a log commit touches one B-tree:
 /// the static part (key, type, created) under the id in `instances`, written once; the mutable
-/// part (status, updated, last sequence, last snapshot) in `log` under ``stateKey``, just before
-/// the instance's first entry, rewritten with every commit.
+/// part (status, updated, last sequence, last snapshot) in `log` under ``stateKey``, next to the
+/// instance's newest entries, rewritten with every commit.
 struct InstanceRecord {
     var key: UInt64
     var workflowType: String
@@ -44,11 +44,9 @@ struct InstanceRecord {
     /// The name of the codec its payloads and states are written with.
     var codec = JSONPayloadCodec.codecName
 
-    /// Where the mutable part lives in the log: before every sequence of the instance (they start
-    /// at 1), so that nothing follows the newest instance's latest entry and its commits append
-    /// (store format 2; format 1 kept it at `UInt64.max`, after the entries, which made LMDB split
-    /// every full page in half).
-    var stateKey: LogKey { LogKey(instance: key, sequence: 0) }
+    /// Where the mutable part lives in the log: after every sequence of the instance, on the page
+    /// its commits write anyway.
+    var stateKey: LogKey { LogKey(instance: key, sequence: .max) }
 
     func info(id: String) -> InstanceInfo {
         InstanceInfo(id: id, workflowType: workflowType, status: status, created: created, updated: updated,

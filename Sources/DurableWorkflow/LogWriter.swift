@@ -188,10 +188,23 @@ final class LogWriter: Sendable {
         let started = ContinuousClock.now
         do {
             record = try store.environment.write(durability: durability) { txn in
+                // Read-modify-write, so a status set meanwhile (complete) is kept.
+                let stored = try txn.value(forKey: cached.stateKey, in: layout.log) { cached.withState($0) }
+                var updated = stored ?? cached
+                guard updated.owner == owner else { throw self.inUse(by: updated.owner, at: last.sequence) }
+                updated.lastSequence = last.sequence
+                updated.updated = last.time
+                if let snapshot = batches.last(where: { !$0.snapshots.isEmpty })?.snapshots.last {
+                    updated.lastSnapshot = snapshot.sequence
+                }
                 // One cursor for every entry: consecutive keys mostly land on the page it stands on.
                 try txn.withCursor(on: layout.log) { cursor in
-                    // Appending fills pages; inserted in order, LMDB splits each full page in half.
-                    var atEnd = true
+                    // The newest instance's index state is the last key of the log: it is lifted off
+                    // and put back after the new entries, so that each lands after the last key of
+                    // its page. (Inserted before a key that stays last, each entry that fills a page
+                    // made LMDB split it in half, and the log's pages stayed half empty.)
+                    var atEnd = try cursor.last().map { try $0.key(as: LogKey.self) == cached.stateKey } ?? false
+                    if atEnd { try cursor.deleteCurrent() }
                     for batch in batches {
                         try batch.entries.withUnsafeBufferPointer { entries in
                             // Targets change rarely within a batch: each is copied out once.
@@ -207,6 +220,10 @@ final class LogWriter: Sendable {
                             }
                         }
                     }
+                    let state = updated.encodedState()
+                    let fill = { (target: UnsafeMutableRawBufferPointer) in target.copyMemory(from: UnsafeRawBufferPointer(start: state, count: state.count)) }
+                    if atEnd, try cursor.reserveAtEnd(state.count, forKey: updated.stateKey, fill) { return }
+                    try cursor.reserve(state.count, forKey: updated.stateKey, fill)
                 }
                 for batch in batches {
                     for snapshot in batch.snapshots {
@@ -214,16 +231,6 @@ final class LogWriter: Sendable {
                     }
                     for attachment in batch.attachments { try attachment.write(in: txn) }
                 }
-                // Read-modify-write, so a status set meanwhile (complete) is kept.
-                let stored = try txn.value(forKey: cached.stateKey, in: layout.log) { cached.withState($0) }
-                var updated = stored ?? cached
-                guard updated.owner == owner else { throw self.inUse(by: updated.owner, at: last.sequence) }
-                updated.lastSequence = last.sequence
-                updated.updated = last.time
-                if let snapshot = batches.last(where: { !$0.snapshots.isEmpty })?.snapshots.last {
-                    updated.lastSnapshot = snapshot.sequence
-                }
-                try txn.put(updated.encodedState(), forKey: updated.stateKey, in: layout.log)
                 return updated
             }
             committed.store(last.sequence, ordering: .releasing)
@@ -243,8 +250,9 @@ final class LogWriter: Sendable {
     }
 
     /// Encodes `pending`'s payload into `payload` and writes its record in space reserved in the map:
-    /// appended while `atEnd` (the instance's entries are the last keys of the log, as the newest
-    /// instance's are), else inserted; the first append that finds a later key clears `atEnd`.
+    /// appended (`MDB_APPEND`: no search from the root) while `atEnd` (nothing follows the
+    /// instance's entries in the log, as for the newest instance once its index state is lifted
+    /// off), else inserted; an append that finds a later key clears `atEnd`.
     private func write(
         _ pending: PendingEntry, target: EntryTarget, codec: any PayloadCodec, payload: inout [UInt8],
         cursor: borrowing Cursor<LogKey, [UInt8], ReadWrite>, key: UInt64, atEnd: inout Bool

@@ -31,7 +31,7 @@ struct StoreLayout: Sendable {
     let meta: Database<String, [UInt8]>
     /// Instance id → the static part of its ``InstanceRecord``.
     let instances: Database<String, [UInt8]>
-    /// (instance key, sequence >= 1) → encoded ``LogEntry``; (instance key, 0) → the mutable
+    /// (instance key, sequence) → encoded ``LogEntry``; (instance key, UInt64.max) → the mutable
     /// part of its ``InstanceRecord``.
     let log: Database<LogKey, [UInt8]>
     /// (instance key, sequence) → encoded ``Snapshot``.

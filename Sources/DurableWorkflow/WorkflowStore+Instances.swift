@@ -127,7 +127,7 @@ extension WorkflowStore {
                     try txn.withCursor(on: database) { cursor in
                         var entry = try cursor.seek(atLeast: LogKey(instance: record.key, sequence: 0))
                         while let current = entry, try current.key(as: LogKey.self).instance == record.key {
-                            // Includes the index state at (key, 0).
+                            // Includes the index state at (key, UInt64.max).
                             try cursor.deleteCurrent()
                             entry = try cursor.current()
                         }
@@ -190,7 +190,7 @@ extension WorkflowStore {
     func visitEntries(
         record: InstanceRecord, id: String, from: UInt64, through: UInt64, _ visit: (LogEntry.View) throws -> Void
     ) throws {
-        // Sequence 0 is the index state, not an entry.
+        // Sequences start at 1.
         let from = max(from, 1)
         guard from <= through else { return }
         try storageCall(instance: id) {

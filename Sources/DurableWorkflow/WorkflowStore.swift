@@ -33,10 +33,10 @@ public final class WorkflowStore: Sendable {
     private let syncTask = Mutex<Task<Void, Never>?>(nil)
 
     /// The store format this library writes (rule B1: a newer one is refused, an older one migrated).
-    public static let formatVersion: UInt32 = 2
+    public static let formatVersion: UInt32 = 1
 
-    /// The declared, ordered upgrades from older formats.
-    static let migrations: [StoreMigration] = [.stateBeforeLog]
+    /// The declared, ordered upgrades from older formats (none yet: format 1 is the first).
+    static let migrations: [StoreMigration] = []
 
     private init(path: String, environment: Environment, layout: StoreLayout) {
         self.path = path
@@ -149,25 +149,6 @@ struct StoreMigration: Sendable {
     let name: String
     let from: UInt32
     let apply: @Sendable (borrowing WriteTransaction, StoreLayout) throws -> Void
-}
-
-extension StoreMigration {
-    /// Format 1 -> 2: each instance's index state moves from after its log, (key, UInt64.max), to
-    /// before it, (key, 0), so that the newest instance's entries are the last keys of `log` and
-    /// are appended (pages filled, not split in half).
-    static let stateBeforeLog = StoreMigration(name: "instance state before its log", from: 1) { txn, layout in
-        var keys: [UInt64] = []
-        try txn.forEach(in: layout.instances) { _, value in
-            if let record = InstanceRecord.decodeStatic(value) { keys.append(record.key) }
-            return true
-        }
-        for key in keys {
-            let old = LogKey(instance: key, sequence: .max)
-            guard let state = try txn.value(forKey: old, in: layout.log, { Array($0) }) else { continue }
-            try txn.put(state, forKey: LogKey(instance: key, sequence: 0), in: layout.log)
-            _ = try txn.delete(old, in: layout.log)
-        }
-    }
 }
 
 /// What ``WorkflowStore/statistics()`` reports.
