@@ -221,7 +221,7 @@ final class LogWriter: Sendable {
                         }
                     }
                     let state = updated.encodedState()
-                    let fill = { (target: UnsafeMutableRawBufferPointer) in target.copyMemory(from: UnsafeRawBufferPointer(start: state, count: state.count)) }
+                    let fill = { (target: UnsafeMutableRawBufferPointer) in state.withUnsafeBytes { target.copyMemory(from: $0) } }
                     if atEnd, try cursor.reserveAtEnd(state.count, forKey: updated.stateKey, fill) { return }
                     try cursor.reserve(state.count, forKey: updated.stateKey, fill)
                 }

@@ -66,28 +66,12 @@ final class ValueBuffer<Element> {
     /// Calls `body` with each element, oldest first, emptying the buffer. Elements appended by
     /// `body` are visited too.
     func drain(_ body: (consuming Element) -> Void) {
-        while head < end {
-            let element = (base + head).move()
-            head += 1
-            body(element)
-        }
-        head = 0
-        end = 0
+        drain(movingEach: { body($0.move()) })
     }
 
     /// Calls `body` with each of the oldest `prefix` elements, oldest first, removing them.
     func drain(prefix: Int, _ body: (consuming Element) -> Void) {
-        var remaining = Swift.min(prefix, end - head)
-        while remaining > 0 {
-            let element = (base + head).move()
-            head += 1
-            remaining -= 1
-            body(element)
-        }
-        if head == end {
-            head = 0
-            end = 0
-        }
+        drain(prefix: prefix, movingEach: { body($0.move()) })
     }
 
     /// As ``drain(_:)``, handing `body` each element in place: `body` must move it out (leave
