@@ -12,7 +12,7 @@ protocol ActionQueue: AnyObject, Sendable {
 /// (``Waiter``). `CheckedContinuation` is a struct of a module built for library evolution, so
 /// its size is known only at run time; carried inline it made the whole enum's layout a run-time
 /// one, and every send paid for metadata lookups and value-witness calls to copy, tag and destroy
-/// its item (a fifth of an in-memory action).
+/// its item (a quarter of an in-memory action).
 enum QueueItem: Sendable {
     /// An action sent through a sink to the node that declared it.
     case send(NodeID, any WorkflowAction)
