@@ -22,37 +22,27 @@ struct ByteWriter {
     }
 }
 
-/// Writes what a ``ByteWriter`` would, into memory sized in advance (``size(of:)``): one
-/// allocation and plain stores, for records written once per action (log entries).
+/// Writes what a ``ByteWriter`` would, into memory sized in advance: plain stores, for records
+/// written once per action straight into the map (log entries).
 struct RawWriter {
     private let base: UnsafeMutableRawPointer
     private(set) var offset = 0
 
     init(_ base: UnsafeMutableRawPointer) { self.base = base }
 
-    /// The bytes a length-prefixed string takes.
-    static func size(of text: String) -> Int { 4 + text.utf8.count }
-
     mutating func write<T: FixedWidthInteger>(_ value: T) {
         base.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self)
         offset += MemoryLayout<T>.size
     }
 
-    mutating func write(_ text: String) {
-        var text = text
-        text.withUTF8 { write(bytes: UnsafeRawBufferPointer($0)) }
-    }
-
-    mutating func write(block: [UInt8]) {
-        block.withUnsafeBytes { write(bytes: $0) }
-    }
-
+    /// Writes `block` after its length.
     mutating func write(block: UnsafeRawBufferPointer) {
+        write(UInt32(block.count))
         write(bytes: block)
     }
 
-    private mutating func write(bytes: UnsafeRawBufferPointer) {
-        write(UInt32(bytes.count))
+    /// Copies `bytes` as they are (no length).
+    mutating func write(bytes: UnsafeRawBufferPointer) {
         if let source = bytes.baseAddress { (base + offset).copyMemory(from: source, byteCount: bytes.count) }
         offset += bytes.count
     }

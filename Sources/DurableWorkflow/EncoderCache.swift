@@ -75,31 +75,3 @@ private struct PerType<Value> {
         return value
     }
 }
-
-/// Hashes every node's path and encoded state, in path order: the digest of rule D4.
-struct StateDigester: NodeStateVisitor {
-    private(set) var hash = FNV1a64()
-    let encoders: EncoderCache
-    let codec: any PayloadCodec
-    let store: String
-    let instance: String?
-
-    mutating func visit<State>(path: NodePath, pathDescription: String, state: State) throws {
-        guard let encoder = encoders.stateEncoder(for: State.self) else {
-            throw DurableError(.notCodable, store: store, instance: instance, nodePath: pathDescription,
-                               detail: "\(State.self) is not Encodable",
-                               recovery: "Make every durable workflow's State (and the root workflow) Codable")
-        }
-        hash.combine(pathDescription)
-        do {
-            encoders.scratch.removeAll(keepingCapacity: true)
-            try withUnsafePointer(to: state) { try encoder.encode(UnsafeRawPointer($0), codec: codec, into: &encoders.scratch) }
-            hash.combine(encoders.scratch)
-        } catch let error as DurableError {
-            throw error
-        } catch {
-            throw DurableError(.notCodable, store: store, instance: instance, nodePath: pathDescription,
-                               detail: "the state could not be encoded: \(error)")
-        }
-    }
-}

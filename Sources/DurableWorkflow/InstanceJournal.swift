@@ -15,8 +15,9 @@ final class InstanceJournal: RuntimeJournal {
     private var scheduledCommit: Task<Void, Never>?
     private(set) var currentSequence: UInt64
     private let writer: LogWriter
-    /// Each action and state type's encoder, found once.
+    /// Each action type's encoder, found once.
     private let encoders = EncoderCache()
+    private let digests: StateDigests
 
     /// A journal for an instance whose `record` already carries this host's `owner` claim.
     init(store: WorkflowStore, instanceID: String, record: InstanceRecord, configuration: DurableConfiguration) {
@@ -25,6 +26,7 @@ final class InstanceJournal: RuntimeJournal {
         self.configuration = configuration
         self.currentSequence = record.lastSequence
         self.writer = LogWriter(store: store, instanceID: instanceID, record: record, configuration: configuration)
+        self.digests = StateDigests(codec: configuration.codec, store: store.path, instance: instanceID)
     }
 
     func record(
@@ -57,8 +59,7 @@ final class InstanceJournal: RuntimeJournal {
     func renderPassDidFinish(tree: any RuntimeTree, listener: any JournalListener) throws -> CommitProgress {
         if case .every(let interval) = configuration.digests, interval > 0, currentSequence % UInt64(interval) == 0,
            !pending.entries.isEmpty {
-            pending.setLastDigest(try StateCoding.digest(
-                of: tree, encoders: encoders, codec: configuration.codec, store: store.path, instance: instanceID))
+            pending.setLastDigest(try digests.digest(of: tree))
         }
         if let every = configuration.snapshotEvery, every > 0, currentSequence % UInt64(every) == 0 {
             // The root's props as the tree holds them now (a resume may have replayed props updates).

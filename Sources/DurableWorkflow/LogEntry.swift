@@ -51,50 +51,25 @@ public struct LogEntry: Sendable, Hashable {
     /// record and its sequence, so torn, flipped or misplaced bytes are detected. `format` is for
     /// tests of older stores.
     package func encoded(format: UInt8 = LogEntry.currentFormat) -> [UInt8] {
-        let size = encodedSize
+        let target = Self.targetBytes(nodePath: nodePath, actionTag: actionTag, actionVersion: actionVersion)
+        let size = Self.recordSize(targetCount: target.count, payloadCount: payload.count, hasDigest: digest != nil)
         return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-            count = write(into: UnsafeMutableRawPointer(buffer.baseAddress!), format: format)
+            count = target.withUnsafeBytes { target in
+                payload.withUnsafeBytes { payload in
+                    Self.writeRecord(
+                        into: UnsafeMutableRawPointer(buffer.baseAddress!), format: format, sequence: sequence, time: time,
+                        origin: origin, target: target, payload: payload, digest: digest)
+                }
+            }
             precondition(count == size, "log entry size miscounted")
         }
     }
 
-    /// The size of ``encoded(format:)``.
-    var encodedSize: Int {
-        Self.recordSize(nodePath: nodePath, actionTag: actionTag, payloadCount: payload.count, hasDigest: digest != nil)
-    }
-
-    /// Writes ``encoded(format:)`` to `base`, which has room for ``encodedSize`` bytes; returns
-    /// the bytes written.
-    func write(into base: UnsafeMutableRawPointer, format: UInt8 = LogEntry.currentFormat) -> Int {
-        payload.withUnsafeBytes { payload in
-            Self.writeRecord(
-                into: base, format: format, sequence: sequence, time: time, origin: origin, nodePath: nodePath,
-                actionTag: actionTag, actionVersion: actionVersion, payload: payload, digest: digest)
-        }
-    }
-
-    /// The size of the record of an entry with these fields.
-    static func recordSize(nodePath: NodePath, actionTag: String, payloadCount: Int, hasDigest: Bool) -> Int {
-        var size = 3 + 8 + (hasDigest ? 8 : 0) + 2 + RawWriter.size(of: actionTag) + 4 + 4 + payloadCount + 8
-        for segment in nodePath.segments { size += RawWriter.size(of: segment.workflowType) + RawWriter.size(of: segment.key) }
-        return size
-    }
-
-    /// Writes the record of an entry with these fields to `base`, which has room for
-    /// ``recordSize(nodePath:actionTag:payloadCount:hasDigest:)`` bytes (a commit writes straight
-    /// into space reserved in the map, from a payload it encoded into a reused buffer); returns
-    /// the bytes written.
-    static func writeRecord(
-        into base: UnsafeMutableRawPointer, format: UInt8 = LogEntry.currentFormat, sequence: UInt64, time: WallTime,
-        origin: ActionOrigin, nodePath: NodePath, actionTag: String, actionVersion: Int, payload: UnsafeRawBufferPointer,
-        digest: UInt64?
-    ) -> Int {
-        var writer = RawWriter(base)
-        writer.write(format)
-        writer.write(UInt8(digest == nil ? 0 : 1))
-        writer.write(origin.logCode)
-        writer.write(time.nanosecondsSinceEpoch)
-        if let digest { writer.write(digest) }
+    /// The part of a record that names its target: the node path's segments, the action tag and
+    /// its version. Consecutive entries of a commit share it, so a commit makes it once per
+    /// target and copies it into each record.
+    static func targetBytes(nodePath: NodePath, actionTag: String, actionVersion: Int) -> [UInt8] {
+        var writer = ByteWriter()
         writer.write(UInt16(nodePath.segments.count))
         for segment in nodePath.segments {
             writer.write(segment.workflowType)
@@ -102,6 +77,29 @@ public struct LogEntry: Sendable, Hashable {
         }
         writer.write(actionTag)
         writer.write(UInt32(actionVersion))
+        return writer.bytes
+    }
+
+    /// The size of the record of an entry with a target of `targetCount` bytes.
+    static func recordSize(targetCount: Int, payloadCount: Int, hasDigest: Bool) -> Int {
+        3 + 8 + (hasDigest ? 8 : 0) + targetCount + 4 + payloadCount + 8
+    }
+
+    /// Writes the record of an entry with these fields to `base`, which has room for
+    /// ``recordSize(targetCount:payloadCount:hasDigest:)`` bytes (a commit writes straight into
+    /// space reserved in the map, from a payload it encoded into a reused buffer); returns the
+    /// bytes written.
+    static func writeRecord(
+        into base: UnsafeMutableRawPointer, format: UInt8 = LogEntry.currentFormat, sequence: UInt64, time: WallTime,
+        origin: ActionOrigin, target: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, digest: UInt64?
+    ) -> Int {
+        var writer = RawWriter(base)
+        writer.write(format)
+        writer.write(UInt8(digest == nil ? 0 : 1))
+        writer.write(origin.logCode)
+        writer.write(time.nanosecondsSinceEpoch)
+        if let digest { writer.write(digest) }
+        writer.write(bytes: target)
         writer.write(block: payload)
         writer.write(checksum(writer.written, sequence: sequence, format: format) ?? 0)
         return writer.offset

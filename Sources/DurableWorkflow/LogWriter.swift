@@ -207,15 +207,20 @@ final class LogWriter: Sendable {
                     if atEnd { try cursor.deleteCurrent() }
                     for batch in batches {
                         try batch.entries.withUnsafeBufferPointer { entries in
-                            // Targets change rarely within a batch: each is copied out once.
+                            // Targets change rarely within a batch: each is copied out, and the
+                            // bytes naming it made, once.
                             var targetIndex = -1
                             var target: EntryTarget?
+                            var targetBytes: [UInt8] = []
                             for pending in entries {
                                 if pending.target != targetIndex {
                                     targetIndex = pending.target
                                     target = batch.targets[targetIndex]
+                                    targetBytes = LogEntry.targetBytes(
+                                        nodePath: target!.nodePath, actionTag: target!.actionTag, actionVersion: target!.actionVersion)
                                 }
-                                try self.write(pending, target: target!, codec: codec, payload: &payload, cursor: cursor, key: key, atEnd: &atEnd)
+                                try self.write(pending, target: target!, targetBytes: targetBytes, codec: codec, payload: &payload,
+                                               cursor: cursor, key: key, atEnd: &atEnd)
                                 if observed { written.append(pending.entry(target: target!, payload: payload)) }
                             }
                         }
@@ -254,7 +259,7 @@ final class LogWriter: Sendable {
     /// instance's entries in the log, as for the newest instance once its index state is lifted
     /// off), else inserted; an append that finds a later key clears `atEnd`.
     private func write(
-        _ pending: PendingEntry, target: EntryTarget, codec: any PayloadCodec, payload: inout [UInt8],
+        _ pending: PendingEntry, target: EntryTarget, targetBytes: [UInt8], codec: any PayloadCodec, payload: inout [UInt8],
         cursor: borrowing Cursor<LogKey, [UInt8], ReadWrite>, key: UInt64, atEnd: inout Bool
     ) throws {
         payload.removeAll(keepingCapacity: true)
@@ -265,20 +270,20 @@ final class LogWriter: Sendable {
                                actionTag: target.actionTag, nodePath: target.nodePath.description,
                                detail: "the action could not be encoded: \(error)")
         }
-        let size = LogEntry.recordSize(
-            nodePath: target.nodePath, actionTag: target.actionTag, payloadCount: payload.count, hasDigest: pending.digest != nil)
-        try payload.withUnsafeBytes { payload in
-            let fill = { (record: UnsafeMutableRawBufferPointer) in
-                let count = LogEntry.writeRecord(
-                    into: record.baseAddress!, sequence: pending.sequence, time: pending.time, origin: pending.origin,
-                    nodePath: target.nodePath, actionTag: target.actionTag, actionVersion: target.actionVersion,
-                    payload: payload, digest: pending.digest)
-                precondition(count == size, "log entry size miscounted")
+        let size = LogEntry.recordSize(targetCount: targetBytes.count, payloadCount: payload.count, hasDigest: pending.digest != nil)
+        try targetBytes.withUnsafeBytes { targetBytes in
+            try payload.withUnsafeBytes { payload in
+                let fill = { (record: UnsafeMutableRawBufferPointer) in
+                    let count = LogEntry.writeRecord(
+                        into: record.baseAddress!, sequence: pending.sequence, time: pending.time, origin: pending.origin,
+                        target: targetBytes, payload: payload, digest: pending.digest)
+                    precondition(count == size, "log entry size miscounted")
+                }
+                let logKey = LogKey(instance: key, sequence: pending.sequence)
+                if atEnd, try cursor.reserveAtEnd(size, forKey: logKey, fill) { return }
+                atEnd = false
+                try cursor.reserve(size, forKey: logKey, fill)
             }
-            let logKey = LogKey(instance: key, sequence: pending.sequence)
-            if atEnd, try cursor.reserveAtEnd(size, forKey: logKey, fill) { return }
-            atEnd = false
-            try cursor.reserve(size, forKey: logKey, fill)
         }
     }
 

@@ -18,16 +18,6 @@ enum StateCoding {
         func open<D: Decodable>(_ concrete: D.Type) -> Any? { try? codec.decode(concrete, from: bytes) }
         return open(decodable) as? T
     }
-
-    /// A digest of every node's path and encoded state, in path order (rule D4); `encoders`
-    /// keeps each state type's encoder between calls.
-    static func digest(
-        of tree: any RuntimeTree, encoders: EncoderCache, codec: any PayloadCodec, store: String, instance: String?
-    ) throws -> UInt64 {
-        var digester = StateDigester(encoders: encoders, codec: codec, store: store, instance: instance)
-        try tree.visitNodeStates(&digester)
-        return digester.hash.value
-    }
 }
 
 /// Every node's state at one sequence, plus the root props and worker start sequences: enough to

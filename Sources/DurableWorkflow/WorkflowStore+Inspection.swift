@@ -139,8 +139,7 @@ extension WorkflowStore {
                         let bytes = try StateCoding.encode(state, codec: configuration.codec, what: path.description, store: self.path, instance: id)
                         nodes.append(StateTree.Node(path: path, encodedState: bytes))
                     }
-                    digest = try StateCoding.digest(of: tree, encoders: EncoderCache(), codec: configuration.codec,
-                                                    store: self.path, instance: id)
+                    digest = try StateDigests(codec: configuration.codec, store: self.path, instance: id).digest(of: tree)
                 } catch {
                     inspectionError = error
                 }

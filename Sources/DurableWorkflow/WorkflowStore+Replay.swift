@@ -77,7 +77,7 @@ extension WorkflowStore {
         let observers = configuration.observers, started = ContinuousClock.now
         for observer in observers { observer.replayWillStart(instance: plan.id, from: plan.baseSequence, to: plan.target) }
         var next = plan.baseSequence + 1
-        var decoders = DecoderCache()
+        var decoders = DecoderCache(digests: StateDigests(codec: configuration.codec, store: path, instance: plan.id))
         while next <= plan.target {
             let last = min(next + Self.replayChunk - 1, plan.target)
             try visitEntries(record: plan.record, id: plan.id, from: next, through: last) { entry in
@@ -93,12 +93,12 @@ extension WorkflowStore {
     }
 
     /// The decoder of the last action tag and version replayed (entries in a row usually share
-    /// them), and the state encoders of digest checks.
+    /// them), and the digests of digest checks.
     private struct DecoderCache {
         var tag = ""
         var version = -1
         var decode: ActionRegistry.Decoder?
-        let stateEncoders = EncoderCache()
+        let digests: StateDigests
 
         mutating func decoder(for entry: LogEntry.View, in registry: ActionRegistry) -> ActionRegistry.Decoder? {
             if let decode, entry.actionVersion == version, entry.actionTag == tag { return decode }
@@ -140,8 +140,7 @@ extension WorkflowStore {
                           recovery: "The workflow's render no longer declares the node this entry targets; replay with the code that wrote it")
         }
         if let recorded = entry.digest {
-            let actual = try StateCoding.digest(of: driver.tree, encoders: decoders.stateEncoders, codec: configuration.codec,
-                                                store: path, instance: plan.id)
+            let actual = try decoders.digests.digest(of: driver.tree)
             if actual != recorded {
                 throw failure(.nonDeterministic, entry, plan.id,
                               "replay diverged: state digest \(hex(actual)) differs from the recorded \(hex(recorded))",

@@ -24,8 +24,12 @@ final class RuntimeContext: RuntimeTree {
     @exclusivity(unchecked) var restorer: (any StateRestorer)?
     /// Whether applied actions are kept in `lastApplied` (a durable host's journal reads them).
     @exclusivity(unchecked) var recordsActions = false
-    /// The originating action just applied, for the journal.
-    @exclusivity(unchecked) var lastApplied: (action: any WorkflowAction, path: NodePath, origin: ActionOrigin)?
+    /// The originating action just applied, for the journal; its node's path and its origin are
+    /// in `lastAppliedPath` and `lastAppliedOrigin`. Three fields, not an optional tuple: the
+    /// tuple holds an existential, so each store and take went through runtime value witnesses.
+    @exclusivity(unchecked) var lastApplied: (any WorkflowAction)?
+    @exclusivity(unchecked) var lastAppliedPath = NodePath(segments: [])
+    @exclusivity(unchecked) var lastAppliedOrigin = ActionOrigin.sink
     /// What the worker output being applied asks the journal to commit with it.
     @exclusivity(unchecked) var pendingAttachment: (any Sendable)?
     @exclusivity(unchecked) private var nextID: UInt64 = 1

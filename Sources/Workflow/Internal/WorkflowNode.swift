@@ -80,7 +80,11 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
 
     /// Applies `action` and runs the output cascade up the tree; `origin` is `nil` inside a cascade.
     func apply<Action: WorkflowAction>(_ action: Action, origin: ActionOrigin?) where Action.WorkflowType == W {
-        if let origin, runtime.recordsActions { runtime.lastApplied = (action, info.path, origin) }
+        if let origin, runtime.recordsActions {
+            runtime.lastApplied = action
+            runtime.lastAppliedPath = info.path
+            runtime.lastAppliedOrigin = origin
+        }
         guard runtime.observers.isEmpty else { return applyObserved(action, origin: origin) }
         action._apply(toState: &state, props: workflow, now: runtime.currentTime) { output in outputHandler?(output) }
     }

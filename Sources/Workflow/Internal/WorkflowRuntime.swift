@@ -319,7 +319,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         if let journal, let applied = context.lastApplied.take() {
             do {
                 try journal.record(
-                    action: applied.action, at: applied.path, origin: applied.origin, time: context.currentTime,
+                    action: applied, at: context.lastAppliedPath, origin: context.lastAppliedOrigin, time: context.currentTime,
                     attachment: attachment, tree: context)
                 context.currentSequence = journal.currentSequence
             } catch {
