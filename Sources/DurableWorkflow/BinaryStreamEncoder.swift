@@ -169,8 +169,9 @@ extension BinaryEncoding {
         /// Ready for the next encoding, keeping its buffers' capacity.
         func reset() {
             abandoned = false
-            frames.removeAll(keepingCapacity: true)
-            entries.removeAll(keepingCapacity: true)
+            // Usually empty already (every frame finished): emptying an array costs a call.
+            if !frames.isEmpty { frames.removeAll(keepingCapacity: true) }
+            if !entries.isEmpty { entries.removeAll(keepingCapacity: true) }
             nextFrameID = 0
         }
 
@@ -266,7 +267,9 @@ extension BinaryEncoding {
 
         /// Counts the map's entries and puts them in key order, the last of a repeated key kept.
         private func finishMap(_ frame: Frame) {
-            defer { entries.removeSubrange(frame.firstEntry...) }
+            // One at a time: a map has few entries, and removing a range went through the
+            // general `replaceSubrange`.
+            defer { while entries.count > frame.firstEntry { entries.removeLast() } }
             let first = frame.firstEntry, end = entries.count
             var ordered = true
             if end - first > 1 {

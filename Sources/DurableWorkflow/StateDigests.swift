@@ -33,9 +33,12 @@ final class StateDigests {
         }
         hash.combine(pathDescription)
         do {
-            encoders.scratch.removeAll(keepingCapacity: true)
+            // Encoded after what earlier states left (emptying the buffer every time cost more
+            // than hashing a small state); emptied once it grows.
+            if encoders.scratch.count > 4096 { encoders.scratch.removeAll(keepingCapacity: true) }
+            let start = encoders.scratch.count
             try withUnsafePointer(to: state) { try encoder.encode(UnsafeRawPointer($0), codec: codec, into: &encoders.scratch) }
-            hash.combine(encoders.scratch)
+            encoders.scratch.withUnsafeBytes { hash.combine(UnsafeRawBufferPointer(rebasing: $0[start...])) }
         } catch let error as DurableError {
             throw error
         } catch {

@@ -125,14 +125,30 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             context.programmerErrors.raise(
                 "\(describe(item)) was sent during a render pass of \(context.renderingWorkflow); send from UI callbacks, workers or side effects, never from render")
         }
-        let becomeDrainer = inbox.withLock { inbox -> Bool in
-            inbox.queue.append(item)
-            if inbox.draining { return false }
+        // An item sent to an idle host with nothing queued is processed at once, without a trip
+        // through the queue (the order is the same: nothing was ahead of it).
+        let claim = inbox.withLock { inbox -> DrainClaim in
+            if inbox.draining {
+                inbox.queue.append(item)
+                return .queued
+            }
             inbox.draining = true
-            return true
+            if inbox.queue.isEmpty { return .direct }
+            inbox.queue.append(item)
+            return .drainer
         }
-        if becomeDrainer { drain(me, alreadyDraining: false) }
+        switch claim {
+        case .queued:
+            return
+        case .direct:
+            drainerThread.store(me, ordering: .relaxed)
+            process(item)
+            drain(me, alreadyDraining: true)
+        case .drainer:
+            drain(me, alreadyDraining: false)
+        }
     }
+
 
     /// Enqueues from a thread that must not become the drainer (a journal's background commit, a
     /// timer): a busy host applies the item in turn; an idle one is drained on another thread.
@@ -334,16 +350,22 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     /// One render pass from the root; its rendering and effects join the pending ones.
     private func renderPass() {
         setPhase(.rendering)
-        let finish = context.observers.isEmpty ? [] : context.observers.compactMap { $0.renderPassWillStart() }
-        let start = finish.isEmpty ? nil : ContinuousClock.now
-        let rendering = root.render()
-        if let start {
-            let duration = ContinuousClock.now - start
-            for completion in finish { completion(duration) }
-        }
+        let rendering = context.observers.isEmpty ? root.render() : timedRender()
         if context.isReplaying { pendingRenderings.removeAll() }
         pendingRenderings.append(consume rendering)
         setPhase(.idle)
+    }
+
+    /// The root's render, timed for the observers. (Out of line: an optional `ContinuousClock.Instant`
+    /// is handled through runtime value witnesses, which cost every render pass when inline.)
+    @inline(never)
+    private func timedRender() -> Root.Rendering {
+        let finish = context.observers.compactMap { $0.renderPassWillStart() }
+        let start = ContinuousClock.now
+        let rendering = root.render()
+        let duration = ContinuousClock.now - start
+        for completion in finish { completion(duration) }
+        return rendering
     }
 
     /// A render pass, then the release of everything pending once the journal (if any) says it
@@ -606,4 +628,15 @@ func currentThread() -> UInt {
     #else
     return UInt(bitPattern: pthread_self())
     #endif
+}
+
+/// What an `enqueue` made of its thread. (Outside the runtime: a type nested in a generic class
+/// is generic too, and its metadata was looked up on every send.)
+private enum DrainClaim {
+    /// Another thread drains: the item waits in the queue for it.
+    case queued
+    /// This thread drains, and the item (the queue was empty) is processed first.
+    case direct
+    /// This thread drains the queue, the item last.
+    case drainer
 }
