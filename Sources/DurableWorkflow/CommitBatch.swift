@@ -62,6 +62,9 @@ struct CommitBatch: Sendable {
     private(set) var targets: [EntryTarget] = []
     var snapshots: [Snapshot] = []
     var attachments: [any CommitAttachment] = []
+    /// The last target's path storage and action encoding, for the common case of `targetIndex`.
+    private var lastSegments: UInt?
+    private var lastEncoding: ObjectIdentifier?
 
     var isEmpty: Bool { entries.isEmpty }
 
@@ -96,11 +99,21 @@ struct CommitBatch: Sendable {
     }
 
     private mutating func targetIndex(path: NodePath, tag: String, version: Int, encoding: (any ValueEncoding.Type)?) -> Int {
+        // The common case, decided without copying the last target out: the same action type
+        // (its encoding fixes its tag and version) applied to the same node (whose path is the
+        // very array the last target holds).
+        let segments = path.segments.withUnsafeBufferPointer { $0.baseAddress.map { UInt(bitPattern: $0) } }
+        if let encoding, let segments, ObjectIdentifier(encoding) == lastEncoding, segments == lastSegments {
+            return targets.count - 1
+        }
         if let last = targets.indices.last, targets[last].nodePath == path, targets[last].actionTag == tag,
            targets[last].actionVersion == version, Self.same(targets[last].encoding, encoding) {
             return last
         }
         targets.append(EntryTarget(nodePath: path, actionTag: tag, actionVersion: version, encoding: encoding))
+        // Compared by address only while `targets` holds the array, so the address cannot be reused.
+        lastSegments = segments
+        lastEncoding = encoding.map { ObjectIdentifier($0) }
         return targets.count - 1
     }
 
