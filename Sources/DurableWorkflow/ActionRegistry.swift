@@ -14,7 +14,14 @@ public struct ActionRegistry: Sendable {
     /// Decoders read the payload where it lies (during replay, in the LMDB map).
     typealias Decoder = @Sendable (UnsafeRawBufferPointer, any PayloadCodec) throws -> any DurableAction
 
-    private(set) var decoders: [Key: Decoder] = [:]
+    /// How one tag and version is decoded: through `Codable`, and for a current
+    /// ``BinaryPayloadRepresentable`` type also by the type itself.
+    struct Decoders: Sendable {
+        let codable: Decoder
+        let own: Decoder?
+    }
+
+    private(set) var decoders: [Key: Decoders] = [:]
 
     /// An empty registry.
     public init() {}
@@ -31,7 +38,15 @@ public struct ActionRegistry: Sendable {
     }
 
     private mutating func registerCurrent<A: DurableAction>(_ type: A.Type) {
-        decoders[Key(tag: A.tag, version: A.version)] = { bytes, codec in try codec.decode(A.self, fromBuffer: bytes) }
+        func own<R: DurableAction & BinaryPayloadRepresentable>(_ type: R.Type) -> Decoder {
+            // Bytes the type does not read (an older form of it, say) go through `Codable`.
+            { bytes, codec in
+                do { return try BinaryPayloadReader.read(R.self, from: bytes) } catch { return try codec.decode(R.self, fromBuffer: bytes) }
+            }
+        }
+        decoders[Key(tag: A.tag, version: A.version)] = Decoders(
+            codable: { bytes, codec in try codec.decode(A.self, fromBuffer: bytes) },
+            own: (A.self as? any (DurableAction & BinaryPayloadRepresentable).Type).map { own($0) })
     }
 
     /// Registers a decoder for `version` of the action tagged `A.tag`, which turns an old
@@ -39,13 +54,16 @@ public struct ActionRegistry: Sendable {
     public mutating func register<A: DurableAction>(
         _ type: A.Type, version: Int, decode: @escaping @Sendable ([UInt8], any PayloadCodec) throws -> A
     ) {
-        decoders[Key(tag: A.tag, version: version)] = { bytes, codec in try decode(Array(bytes), codec) }
+        decoders[Key(tag: A.tag, version: version)] = Decoders(codable: { bytes, codec in try decode(Array(bytes), codec) }, own: nil)
     }
 
     /// Whether `tag` at `version` can be decoded.
     public func knows(tag: String, version: Int) -> Bool { decoders[Key(tag: tag, version: version)] != nil }
 
-    func decoder(tag: String, version: Int) -> Decoder? {
-        decoders[Key(tag: tag, version: version)]
+    /// The decoder of `tag` at `version`; with `ownBytes` (the instance's codec is
+    /// ``BinaryPayloadCodec``), the type's own when it has one.
+    func decoder(tag: String, version: Int, ownBytes: Bool) -> Decoder? {
+        guard let found = decoders[Key(tag: tag, version: version)] else { return nil }
+        return ownBytes ? found.own ?? found.codable : found.codable
     }
 }

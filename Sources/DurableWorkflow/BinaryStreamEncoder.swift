@@ -42,6 +42,12 @@ extension BinaryEncoding {
         return true
     }
 
+    /// Whether ``writePrimitive(_:to:)`` writes values of type `T`.
+    static func isPrimitive<T>(_ type: T.Type) -> Bool {
+        T.self == Int.self || T.self == String.self || T.self == Bool.self || T.self == Double.self
+            || T.self == Int64.self || T.self == UInt64.self || T.self == UInt8.self
+    }
+
     static func writeBool(_ value: Bool, to out: inout [UInt8]) {
         out.append(value ? BinaryTag.true.rawValue : BinaryTag.false.rawValue)
     }
@@ -108,10 +114,11 @@ extension BinaryEncoding {
     /// Used by one encoding on one thread, so its storage skips dynamic exclusivity checks
     /// (they cost more than the writes they guarded).
     // @unchecked Sendable, only so a ``StreamEncoderPool`` can keep it between encodings: an
-    // encoder is reachable only from the pool (under its mutex) or from the one `stream` call that
-    // took it, which uses it on its own thread and gives it back when done; the containers it hands
-    // out live only during that call (`Encodable` values may not keep them). So no two threads
-    // ever touch one at once, and a hand-over goes through the pool's mutex.
+    // encoder is reachable only from the pool (in one of its atomic slots) or from the one `stream` call
+    // that took it, which uses it on its own thread and gives it back when done; the containers it
+    // hands out live only during that call (`Encodable` values may not keep them). So no two
+    // threads ever touch one at once, and a hand-over goes through a slot's releasing store and
+    // acquiring exchange, which order the encoder's writes before the next user's reads.
     final class StreamEncoder: Encoder, @unchecked Sendable {
         /// The output; the caller's buffer is swapped in and out.
         @exclusivity(unchecked) var bytes: [UInt8] = []

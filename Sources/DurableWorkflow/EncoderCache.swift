@@ -17,23 +17,44 @@ final class EncoderCache {
 
     @exclusivity(unchecked) private var actions = PerType<ActionEncoder>()
     @exclusivity(unchecked) private var states = PerType<any ValueEncoding.Type>()
+    /// Whether ``BinaryPayloadRepresentable`` types write their own bytes (the codec is
+    /// ``BinaryPayloadCodec``); otherwise every type goes through `Codable`.
+    private let ownBytes: Bool
 
-    /// The encoder of action type `A`; `nil` when `A` is not a ``DurableAction``.
-    func actionEncoder<A>(for type: A.Type) -> ActionEncoder? {
-        actions.value(for: ObjectIdentifier(type)) { (type as? any DurableAction.Type).map { Self.actionEncoder(of: $0) } }
+    init(codec: any PayloadCodec) {
+        ownBytes = codec is BinaryPayloadCodec
     }
 
-    /// The encoder of values of type `T`; `nil` when `T` is not `Encodable`.
-    func stateEncoder<T>(for type: T.Type) -> (any ValueEncoding.Type)? {
-        states.value(for: ObjectIdentifier(type)) { (type as? any Encodable.Type).map { Self.encoder(of: $0) } }
+    /// The encoder of `action`'s type; `nil` when it is not a ``DurableAction``. A type that writes
+    /// its own bytes is checked on its first value (a mismatch is thrown, and the check repeats).
+    func actionEncoder<A>(for action: A) throws(BinaryPayloadMismatch) -> ActionEncoder? {
+        try actions.value(for: ObjectIdentifier(A.self)) { () throws(BinaryPayloadMismatch) in
+            guard let durable = A.self as? any DurableAction.Type else { return nil }
+            return ActionEncoder(tag: durable.tag, version: durable.version, encoding: try encoding(of: action, as: durable))
+        }
     }
 
-    private static func actionEncoder<D: DurableAction>(of type: D.Type) -> ActionEncoder {
-        ActionEncoder(tag: D.tag, version: D.version, encoding: TypedEncoding<D>.self)
+    /// The encoder of `value`'s type; `nil` when it is not `Encodable`. Checked as actions are.
+    func stateEncoder<T>(for value: T) throws(BinaryPayloadMismatch) -> (any ValueEncoding.Type)? {
+        try states.value(for: ObjectIdentifier(T.self)) { () throws(BinaryPayloadMismatch) in
+            guard let encodable = T.self as? any Encodable.Type else { return nil }
+            return try encoding(of: value, as: encodable)
+        }
     }
 
-    private static func encoder<E: Encodable>(of type: E.Type) -> any ValueEncoding.Type {
-        TypedEncoding<E>.self
+    /// How values of `value`'s type are encoded, after checking a type that writes its own bytes.
+    private func encoding<T>(of value: T, as type: any Encodable.Type) throws(BinaryPayloadMismatch) -> any ValueEncoding.Type {
+        if ownBytes, let own = value as? any BinaryPayloadRepresentable {
+            return try Self.checkedOwnEncoding(own)
+        }
+        if ownBytes, BinaryEncoding.isPrimitive(T.self) { return PrimitiveEncoding<T>.self }
+        func open<E: Encodable>(_ type: E.Type) -> any ValueEncoding.Type { TypedEncoding<E>.self }
+        return open(type)
+    }
+
+    private static func checkedOwnEncoding<R: BinaryPayloadRepresentable>(_ value: R) throws(BinaryPayloadMismatch) -> any ValueEncoding.Type {
+        try BinaryPayloadCodec().checkOwnEncoding(of: value)
+        return OwnEncoding<R>.self
     }
 }
 
@@ -52,6 +73,23 @@ private enum TypedEncoding<E: Encodable>: ValueEncoding {
     }
 }
 
+/// Appends the marker and the bytes a ``BinaryPayloadRepresentable`` writes itself (equal to its
+/// `Codable` encoding by ``BinaryPayloadCodec``, checked before this is used).
+private enum OwnEncoding<R: BinaryPayloadRepresentable>: ValueEncoding {
+    static func encode(_ pointer: UnsafeRawPointer, codec: any PayloadCodec, into bytes: inout [UInt8]) throws {
+        BinaryPayloadWriter.append(pointer.assumingMemoryBound(to: R.self).pointee, to: &bytes)
+    }
+}
+
+/// Appends the marker and a primitive value's bytes: what ``BinaryPayloadCodec`` writes for it,
+/// without the trip through the codec and its pool of encoders (an `Int` state is common).
+private enum PrimitiveEncoding<T>: ValueEncoding {
+    static func encode(_ pointer: UnsafeRawPointer, codec: any PayloadCodec, into bytes: inout [UInt8]) throws {
+        bytes.append(BinaryPayloadCodec.marker)
+        _ = BinaryEncoding.writePrimitive(pointer.assumingMemoryBound(to: T.self).pointee, to: &bytes)
+    }
+}
+
 /// What was found for each type, the type seen last checked before the dictionary: a host mostly
 /// logs one action type and digests one state type in a row. Keyed by `ObjectIdentifier` rather
 /// than generic over the type: a method generic over both the type and `Value` is not
@@ -61,13 +99,13 @@ private struct PerType<Value> {
     private var lastType: ObjectIdentifier?
     private var last: Value?
 
-    mutating func value(for id: ObjectIdentifier, _ make: () -> Value?) -> Value? {
+    mutating func value<Failure: Error>(for id: ObjectIdentifier, _ make: () throws(Failure) -> Value?) throws(Failure) -> Value? {
         if id == lastType { return last }
         let value: Value?
         if let cached = found[id] {
             value = cached
         } else {
-            value = make()
+            value = try make()
             found[id] = value
         }
         lastType = id

@@ -16,7 +16,7 @@ final class InstanceJournal: RuntimeJournal {
     private(set) var currentSequence: UInt64
     private let writer: LogWriter
     /// Each action type's encoder, found once.
-    private let encoders = EncoderCache()
+    private let encoders: EncoderCache
     private let digests: StateDigests
 
     /// A journal for an instance whose `record` already carries this host's `owner` claim.
@@ -27,6 +27,7 @@ final class InstanceJournal: RuntimeJournal {
         self.currentSequence = record.lastSequence
         self.writer = LogWriter(store: store, instanceID: instanceID, record: record, configuration: configuration)
         self.digests = StateDigests(codec: configuration.codec, store: store.path, instance: instanceID)
+        self.encoders = EncoderCache(codec: configuration.codec)
     }
 
     func record(
@@ -38,7 +39,15 @@ final class InstanceJournal: RuntimeJournal {
     }
 
     private func record<A: WorkflowAction>(opened action: A, at path: NodePath, origin: ActionOrigin, time: WallTime) throws {
-        guard let encoder = encoders.actionEncoder(for: A.self) else {
+        let found: EncoderCache.ActionEncoder?
+        do {
+            found = try encoders.actionEncoder(for: action)
+        } catch {
+            throw DurableError(
+                .payloadMismatch, store: store.path, instance: instanceID, sequence: currentSequence + 1, nodePath: path.description,
+                detail: error.description, recovery: BinaryPayloadMismatch.recovery)
+        }
+        guard let encoder = found else {
             throw DurableError(
                 .actionNotDurable, store: store.path, instance: instanceID, sequence: currentSequence + 1, nodePath: path.description,
                 detail: "\(A.self) was applied to a durable host but is not a DurableAction, so it cannot be logged",

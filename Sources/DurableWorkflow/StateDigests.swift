@@ -5,7 +5,7 @@ import Workflow
 /// digester carrying the codec and the names by value cost a tenth of a grouped action to build
 /// and destroy). Not thread-safe: used on the thread running the host or the replay.
 final class StateDigests {
-    private let encoders = EncoderCache()
+    private let encoders: EncoderCache
     private let codec: any PayloadCodec
     private let store: String
     private let instance: String?
@@ -14,6 +14,7 @@ final class StateDigests {
         self.codec = codec
         self.store = store
         self.instance = instance
+        self.encoders = EncoderCache(codec: codec)
     }
 
     /// The digest of `tree`'s states now; a `.notCodable` error names a node whose state cannot
@@ -26,7 +27,14 @@ final class StateDigests {
 
     /// Hashes one node: its path, then its state's bytes.
     fileprivate func combine<State>(path pathDescription: String, state: State, into hash: inout FNV1a64) throws {
-        guard let encoder = encoders.stateEncoder(for: State.self) else {
+        let found: (any ValueEncoding.Type)?
+        do {
+            found = try encoders.stateEncoder(for: state)
+        } catch {
+            throw DurableError(.payloadMismatch, store: store, instance: instance, nodePath: pathDescription,
+                               detail: error.description, recovery: BinaryPayloadMismatch.recovery)
+        }
+        guard let encoder = found else {
             throw DurableError(.notCodable, store: store, instance: instance, nodePath: pathDescription,
                                detail: "\(State.self) is not Encodable",
                                recovery: "Make every durable workflow's State (and the root workflow) Codable")

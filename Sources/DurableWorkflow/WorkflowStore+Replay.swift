@@ -77,7 +77,8 @@ extension WorkflowStore {
         let observers = configuration.observers, started = ContinuousClock.now
         for observer in observers { observer.replayWillStart(instance: plan.id, from: plan.baseSequence, to: plan.target) }
         var next = plan.baseSequence + 1
-        var decoders = DecoderCache(digests: StateDigests(codec: configuration.codec, store: path, instance: plan.id))
+        var decoders = DecoderCache(
+            ownBytes: configuration.codec is BinaryPayloadCodec, digests: StateDigests(codec: configuration.codec, store: path, instance: plan.id))
         while next <= plan.target {
             let last = min(next + Self.replayChunk - 1, plan.target)
             try visitEntries(record: plan.record, id: plan.id, from: next, through: last) { entry in
@@ -98,11 +99,13 @@ extension WorkflowStore {
         var tag = ""
         var version = -1
         var decode: ActionRegistry.Decoder?
+        /// Whether types that read their own bytes do (the codec is ``BinaryPayloadCodec``).
+        let ownBytes: Bool
         let digests: StateDigests
 
         mutating func decoder(for entry: LogEntry.View, in registry: ActionRegistry) -> ActionRegistry.Decoder? {
             if let decode, entry.actionVersion == version, entry.actionTag == tag { return decode }
-            decode = registry.decoder(tag: entry.actionTag, version: entry.actionVersion)
+            decode = registry.decoder(tag: entry.actionTag, version: entry.actionVersion, ownBytes: ownBytes)
             tag = entry.actionTag
             version = entry.actionVersion
             return decode

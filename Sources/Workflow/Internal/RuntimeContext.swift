@@ -8,7 +8,10 @@ final class RuntimeContext: RuntimeTree {
 
     // Not checked dynamically for exclusivity: drainer-only, never accessed re-entrantly.
     @exclusivity(unchecked) var nodes: [NodeID: any AnyWorkflowNode] = [:]
-    @exclusivity(unchecked) var nodesByPath: [NodePath: any AnyWorkflowNode] = [:]
+    @exclusivity(unchecked) private(set) var nodesByPath: [NodePath: any AnyWorkflowNode] = [:]
+    /// The live nodes ordered by path description (digests visit them on every entry), made when
+    /// first needed after a node starts or ends.
+    @exclusivity(unchecked) private var orderedNodes: [any AnyWorkflowNode]?
     @exclusivity(unchecked) var effects = EffectBatch()
     /// The node whose render is running, for the "sent during render" message.
     @exclusivity(unchecked) var renderingNode: NodeID = 0
@@ -58,6 +61,7 @@ final class RuntimeContext: RuntimeTree {
     func register(_ node: any AnyWorkflowNode) {
         nodes[node.id] = node
         nodesByPath[node.info.path] = node
+        orderedNodes = nil
         for observer in observers { observer.nodeDidStart(node.info) }
     }
 
@@ -75,6 +79,7 @@ final class RuntimeContext: RuntimeTree {
         if lastLookupNode?.id == node.id { lastLookupNode = nil }
         nodes[node.id] = nil
         nodesByPath[node.info.path] = nil
+        orderedNodes = nil
         for observer in observers { observer.nodeDidEnd(node.info) }
     }
 
@@ -86,17 +91,20 @@ final class RuntimeContext: RuntimeTree {
     // MARK: RuntimeTree
 
     func nodeStates() -> [(path: NodePath, state: Any)] {
-        nodesByPath.values.sorted { $0.pathDescription < $1.pathDescription }.map { ($0.info.path, $0.anyState) }
+        nodesInPathOrder().map { ($0.info.path, $0.anyState) }
     }
 
     func visitNodeStates<Visitor: NodeStateVisitor>(_ visitor: inout Visitor) throws {
-        if nodesByPath.count == 1, let only = nodesByPath.values.first {
-            try only.visitState(&visitor)
-            return
-        }
-        for node in nodesByPath.values.sorted(by: { $0.pathDescription < $1.pathDescription }) {
+        for node in nodesInPathOrder() {
             try node.visitState(&visitor)
         }
+    }
+
+    private func nodesInPathOrder() -> [any AnyWorkflowNode] {
+        if let orderedNodes { return orderedNodes }
+        let ordered = nodesByPath.values.sorted { $0.pathDescription < $1.pathDescription }
+        orderedNodes = ordered
+        return ordered
     }
 
     func rootWorkflow() -> Any {
