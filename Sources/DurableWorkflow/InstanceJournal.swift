@@ -30,12 +30,12 @@ final class InstanceJournal: RuntimeJournal {
         self.encoders = EncoderCache(codec: configuration.codec)
     }
 
-    func record(
-        action: any WorkflowAction, at path: NodePath, origin: ActionOrigin, time: WallTime, attachment: (any Sendable)?,
-        tree: any RuntimeTree
-    ) throws {
+    func record(action: any WorkflowAction, at path: NodePath, origin: ActionOrigin, time: WallTime, tree: any RuntimeTree) throws {
         try record(opened: action, at: path, origin: origin, time: time)
-        if let attachment, let attachment = attachment as? any CommitAttachment { pending.attachments.append(attachment) }
+    }
+
+    func attach(_ attachment: any Sendable) {
+        if let attachment = attachment as? any CommitAttachment { pending.attachments.append(attachment) }
     }
 
     private func record<A: WorkflowAction>(opened action: A, at path: NodePath, origin: ActionOrigin, time: WallTime) throws {

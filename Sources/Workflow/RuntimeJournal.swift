@@ -8,12 +8,12 @@
 /// committed (D2): at once (`.committed`), or later through the listener (`.committing`).
 /// A thrown error stops the host: nothing uncommitted is released, the log stays the truth.
 package protocol RuntimeJournal: AnyObject {
-    /// Records an action applied to the node at `path`; `attachment` (from a worker output that
-    /// is ``JournalAttachable``) must be committed in the same transaction as the entry.
-    func record(
-        action: any WorkflowAction, at path: NodePath, origin: ActionOrigin, time: WallTime, attachment: (any Sendable)?,
-        tree: any RuntimeTree
-    ) throws
+    /// Records an action applied to the node at `path`.
+    func record(action: any WorkflowAction, at path: NodePath, origin: ActionOrigin, time: WallTime, tree: any RuntimeTree) throws
+    /// `attachment` (from a worker output that is ``JournalAttachable``) must be committed in the
+    /// same transaction as the entry recorded last. (Apart from `record`: passing an optional
+    /// existential that is almost always `nil` cost a copy and a destroy through value witnesses.)
+    func attach(_ attachment: any Sendable)
     /// Records new root props.
     func record(props: any Sendable, time: WallTime, tree: any RuntimeTree) throws
     /// The render pass for the last recorded entry finished.

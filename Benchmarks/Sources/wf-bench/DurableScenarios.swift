@@ -2,10 +2,22 @@ import DurableWorkflow
 import Foundation
 import Workflow
 
-/// A durable one-node counter (the benchmark's own copy, so the runner needs no test code).
-struct BenchCounter: Workflow, Codable, Sendable {
-    struct Add: DurableAction {
-        typealias WorkflowType = BenchCounter
+/// A durable one-node counter (the benchmark's own, so the runner needs no test code), in two
+/// forms that differ only in how their action is encoded.
+protocol BenchCounter: Workflow, Codable, Sendable where State == Int, Output == Never, Rendering == (count: Int, sink: Sink<Add>) {
+    associatedtype Add: BenchAddition where Add.WorkflowType == Self
+    init()
+}
+
+/// The counter's action: adds `amount`.
+protocol BenchAddition: DurableAction {
+    init(amount: Int)
+}
+
+/// The counter whose action is encoded through `Codable`.
+struct CodableCounter: BenchCounter {
+    struct Add: BenchAddition {
+        typealias WorkflowType = CodableCounter
         static let tag = "bench.add"
         var amount: Int
         func apply(toState state: inout Int) -> Never? {
@@ -15,16 +27,47 @@ struct BenchCounter: Workflow, Codable, Sendable {
     }
 
     func makeInitialState() -> Int { 0 }
-    func render(state: Int, context: RenderContext<BenchCounter>) -> (count: Int, sink: Sink<Add>) {
+    func render(state: Int, context: RenderContext<CodableCounter>) -> (count: Int, sink: Sink<Add>) {
         (state, context.makeSink(of: Add.self))
     }
 }
 
-func benchConfiguration(
+/// The counter whose action writes and reads its own bytes (the same bytes as `CodableCounter`'s).
+struct OwnBytesCounter: BenchCounter {
+    struct Add: BenchAddition, BinaryPayloadRepresentable {
+        typealias WorkflowType = OwnBytesCounter
+        static let tag = "bench.add"
+        var amount: Int
+
+        init(amount: Int) { self.amount = amount }
+
+        func apply(toState state: inout Int) -> Never? {
+            state += amount
+            return nil
+        }
+
+        func writeBinaryPayload(to writer: inout BinaryPayloadWriter) {
+            writer.writeMap(count: 1)
+            writer.writeKey("amount"); writer.write(amount)
+        }
+
+        init(binaryPayload reader: inout BinaryPayloadReader) throws {
+            try reader.readMap(count: 1)
+            try reader.readKey("amount"); amount = try reader.read(Int.self)
+        }
+    }
+
+    func makeInitialState() -> Int { 0 }
+    func render(state: Int, context: RenderContext<OwnBytesCounter>) -> (count: Int, sink: Sink<Add>) {
+        (state, context.makeSink(of: Add.self))
+    }
+}
+
+func benchConfiguration<Counter: BenchCounter>(
     _ mode: DurableConfiguration.Mode, digests: DurableConfiguration.Digests = .every(1), snapshotEvery: Int? = nil,
-    codec: (any PayloadCodec)? = nil
+    codec: (any PayloadCodec)? = nil, counter: Counter.Type = CodableCounter.self
 ) -> DurableConfiguration {
-    DurableConfiguration(mode: mode, actions: ActionRegistry(BenchCounter.Add.self), codec: codec, snapshotEvery: snapshotEvery, digests: digests)
+    DurableConfiguration(mode: mode, actions: ActionRegistry(Counter.Add.self), codec: codec, snapshotEvery: snapshotEvery, digests: digests)
 }
 
 /// Durable actions per second in each mode, against the raw LMDB ceiling of the same policy.
@@ -35,8 +78,11 @@ enum DurableScenario {
         var results: [Measurement] = []
         /// Measures a mode; with `paired`, also the raw ceiling for as many appends right before
         /// each run, and the ratio of the two medians.
-        func measure(_ caseName: String, _ mode: DurableConfiguration.Mode, digests: DurableConfiguration.Digests = .every(1),
-                     codec: (any PayloadCodec)? = nil, sends: Int, ceiling: String, paired: RawAppends? = nil, detail: String) throws {
+        func measure<Counter: BenchCounter>(
+            _ caseName: String, _ mode: DurableConfiguration.Mode, digests: DurableConfiguration.Digests = .every(1),
+            codec: (any PayloadCodec)? = nil, counter: Counter.Type = CodableCounter.self, sends: Int, ceiling: String,
+            paired: RawAppends? = nil, detail: String
+        ) throws {
             let dir = try temporaryStore("durable-\(caseName)")
             defer { try? FileManager.default.removeItem(atPath: dir) }
             let store = try WorkflowStore.open(path: dir)
@@ -45,7 +91,8 @@ enum DurableScenario {
             let result = try Measurement.measure(name, caseName, metric: "actions_per_s", runs: runs, detail: detail) {
                 if let paired { ceilingSamples.append(try paired.run(sends)) }
                 instance += 1
-                let host = try store.start(BenchCounter(), id: "bench-\(instance)", configuration: benchConfiguration(mode, digests: digests, codec: codec))
+                let host = try store.start(Counter(), id: "bench-\(instance)",
+                                           configuration: benchConfiguration(mode, digests: digests, codec: codec, counter: counter))
                 let sink = host.rendering.sink
                 let elapsed = seconds {
                     for _ in 0..<sends { sink.send(.init(amount: 1)) }
@@ -72,6 +119,8 @@ enum DurableScenario {
                     detail: "1 entry per commit, 2 fsyncs; binary payload, digest per entry")
         try measure("grouped", .grouped, sends: large, ceiling: "append-1txn", paired: paired,
                     detail: "1 producer, commits of up to 1000 entries within 2 ms, synced")
+        try measure("grouped-ownbytes", .grouped, counter: OwnBytesCounter.self, sends: large, ceiling: "append-1txn", paired: paired,
+                    detail: "as grouped, the action writing its own binary payload (BinaryPayloadRepresentable)")
         try measure("grouped-json", .grouped, codec: JSONPayloadCodec(), sends: large, ceiling: "append-1txn",
                     detail: "as grouped, with the JSON codec")
         try measure("grouped-nodigest", .grouped, digests: .off, sends: large, ceiling: "append-1txn",
@@ -87,9 +136,12 @@ enum ReplayScenario {
     static let name = "replay"
 
     /// Builds instance `id` with `entries` actions (grouped, so building is quick).
-    static func build(_ store: WorkflowStore, id: String, entries: Int, snapshotEvery: Int?, codec: (any PayloadCodec)? = nil) throws {
-        let host = try store.start(BenchCounter(), id: id, configuration: benchConfiguration(
-            .grouped, digests: .off, snapshotEvery: snapshotEvery, codec: codec))
+    static func build<Counter: BenchCounter>(
+        _ store: WorkflowStore, id: String, entries: Int, snapshotEvery: Int?, codec: (any PayloadCodec)? = nil,
+        counter: Counter.Type = CodableCounter.self
+    ) throws {
+        let host = try store.start(Counter(), id: id, configuration: benchConfiguration(
+            .grouped, digests: .off, snapshotEvery: snapshotEvery, codec: codec, counter: counter))
         let sink = host.rendering.sink
         for _ in 0..<entries { sink.send(.init(amount: 1)) }
         let done = DispatchSemaphore(value: 0)
@@ -104,18 +156,23 @@ enum ReplayScenario {
         var results: [Measurement] = []
         let replayEntries = Int(100_000 * scale)
         let configuration = benchConfiguration(.grouped, digests: .off)
-        for (caseName, codec, detail) in [
-            ("replay-1node", nil, "full replay of \(replayEntries) entries (decode, apply, render), no digests"),
-            ("replay-1node-json", JSONPayloadCodec() as (any PayloadCodec)?, "as replay-1node, entries written with the JSON codec"),
-        ] {
-            try build(store, id: caseName, entries: replayEntries, snapshotEvery: nil, codec: codec)
+        /// Builds instance `caseName` as a `Counter` and measures its full replay.
+        func measureReplay<Counter: BenchCounter>(_ caseName: String, _ counter: Counter.Type, codec: (any PayloadCodec)?, detail: String) throws {
+            try build(store, id: caseName, entries: replayEntries, snapshotEvery: nil, codec: codec, counter: counter)
+            let configuration = benchConfiguration(.grouped, digests: .off, counter: counter)
             var replay = try Measurement.measure(name, caseName, metric: "entries_per_s", runs: runs, detail: detail) {
-                let elapsed = try seconds { _ = try store.state(of: caseName, as: BenchCounter.self, configuration: configuration) }
+                let elapsed = try seconds { _ = try store.state(of: caseName, as: Counter.self, configuration: configuration) }
                 return Double(replayEntries) / elapsed
             }
             if let scan = ceilings["scan"] { replay = replay.relative(to: scan) }
             results.append(replay)
         }
+        try measureReplay("replay-1node", CodableCounter.self, codec: nil,
+                          detail: "full replay of \(replayEntries) entries (decode, apply, render), no digests")
+        try measureReplay("replay-1node-ownbytes", OwnBytesCounter.self, codec: nil,
+                          detail: "as replay-1node, the action reading its own binary payload (BinaryPayloadRepresentable)")
+        try measureReplay("replay-1node-json", CodableCounter.self, codec: JSONPayloadCodec(),
+                          detail: "as replay-1node, entries written with the JSON codec")
 
         for exponent in [4, 5, 6] {
             let count = Int(pow(10, Double(exponent)) * scale)
@@ -130,7 +187,7 @@ enum ReplayScenario {
                     detail: snapshots ? "\(entries) entries, snapshot every 10,000 (9,999-entry tail): resume + first rendering"
                         : "\(entries) entries, no snapshot: resume + first rendering") {
                     let elapsed = try seconds {
-                        let host = try store.resume(id: id, as: BenchCounter.self, configuration: configuration)
+                        let host = try store.resume(id: id, as: CodableCounter.self, configuration: configuration)
                         precondition(host.rendering.count == entries)
                         host.stop()
                     }
@@ -155,14 +212,14 @@ enum InstancesScenario {
             let store = try WorkflowStore.open(path: dir)
             let configuration = benchConfiguration(.processCrashSafe, digests: .off)
             for index in 1..<total {
-                try store.start(BenchCounter(), id: "idle-\(index)", configuration: configuration).stop()
+                try store.start(CodableCounter(), id: "idle-\(index)", configuration: configuration).stop()
             }
             let sends = Int(20_000 * scale)
             var run = 0
             var result = try Measurement.measure(name, "\(total)-instances", metric: "actions_per_s", runs: runs,
                                                  detail: "appends to 1 live instance in a store of \(total); processCrashSafe") {
                 run += 1
-                let host = try store.start(BenchCounter(), id: "live-\(run)", configuration: configuration)
+                let host = try store.start(CodableCounter(), id: "live-\(run)", configuration: configuration)
                 let sink = host.rendering.sink
                 let elapsed = seconds { for _ in 0..<sends { sink.send(.init(amount: 1)) } }
                 host.stop()

@@ -33,8 +33,9 @@ final class RuntimeContext: RuntimeTree {
     @exclusivity(unchecked) var lastApplied: (any WorkflowAction)?
     @exclusivity(unchecked) var lastAppliedPath = NodePath(segments: [])
     @exclusivity(unchecked) var lastAppliedOrigin = ActionOrigin.sink
-    /// What the worker output being applied asks the journal to commit with it.
-    @exclusivity(unchecked) var pendingAttachment: (any Sendable)?
+    /// What the worker output being applied asks the journal to commit with it (none or one; an
+    /// array because checking an empty one copies nothing, unlike an optional existential).
+    @exclusivity(unchecked) var pendingAttachments: [any Sendable] = []
     @exclusivity(unchecked) private var nextID: UInt64 = 1
     // The last answer of `node(at:)`, kept apart (not as an optional tuple) so that checking it
     // copies nothing: a copy of the path and node is three reference-count operations.

@@ -65,7 +65,11 @@ final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtoco
     func deliver<Value>(_ value: Value) -> WorkOutcome {
         guard !ended else { return .discarded(.workerEnded) }
         guard let output = value as? W.Output else { return .discarded(.workerEnded) }
-        node.runtime.pendingAttachment = (output as? any JournalAttachable)?.journalAttachment
+        if let attachment = (output as? any JournalAttachable)?.journalAttachment {
+            node.runtime.pendingAttachments = [attachment]
+        } else if !node.runtime.pendingAttachments.isEmpty {
+            node.runtime.pendingAttachments = []
+        }
         node.apply(outputMap(output), origin: origin)
         return .applied
     }

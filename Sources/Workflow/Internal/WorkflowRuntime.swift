@@ -331,18 +331,18 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     private func recordAndRender(_ outcome: WorkOutcome) -> WorkOutcome {
         // Moved out (`take`), not copied then cleared: the compiler merges the outlined copies and
         // destroys of these optionals into generic ones that go through value witnesses.
-        let attachment = context.pendingAttachment.take()
         if let journal, let applied = context.lastApplied.take() {
             do {
                 try journal.record(
-                    action: applied, at: context.lastAppliedPath, origin: context.lastAppliedOrigin, time: context.currentTime,
-                    attachment: attachment, tree: context)
+                    action: applied, at: context.lastAppliedPath, origin: context.lastAppliedOrigin, time: context.currentTime, tree: context)
+                for attachment in context.pendingAttachments { journal.attach(attachment) }
                 context.currentSequence = journal.currentSequence
             } catch {
                 fail(error)
                 return .discarded(.hostStopped)
             }
         }
+        if !context.pendingAttachments.isEmpty { context.pendingAttachments = [] }
         renderPassAndRelease()
         return stopped ? .discarded(.hostStopped) : outcome
     }
