@@ -4,10 +4,13 @@ struct FNV1a64 {
     private(set) var value: UInt64 = 0xcbf2_9ce4_8422_2325
 
     mutating func combine(_ bytes: UnsafeRawBufferPointer) {
+        guard var byte = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
+        let end = byte + bytes.count
         var hash = value
-        for byte in bytes {
-            hash ^= UInt64(byte)
-            hash &*= 0x0000_0100_0000_01B3
+        // A pointer walk: the buffer's iterator cost twice as many instructions per byte.
+        while byte < end {
+            hash = (hash ^ UInt64(byte.pointee)) &* 0x0000_0100_0000_01B3
+            byte += 1
         }
         value = hash
     }

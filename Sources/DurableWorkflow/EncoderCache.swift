@@ -8,11 +8,18 @@ final class EncoderCache {
     /// A buffer the cache's user encodes into and reads before the next encoding (digests).
     @exclusivity(unchecked) var scratch: [UInt8] = []
 
-    /// How to log one action type: found once, shared by its entries in a batch.
-    struct ActionEncoder {
+    /// How to log one action type: found once, shared by its entries in a batch. A class: handing
+    /// out a struct holding the tag copied and destroyed it through an outlined optional.
+    final class ActionEncoder {
         let tag: String
         let version: Int
         let encoding: any ValueEncoding.Type
+
+        init(tag: String, version: Int, encoding: any ValueEncoding.Type) {
+            self.tag = tag
+            self.version = version
+            self.encoding = encoding
+        }
     }
 
     @exclusivity(unchecked) private var actions = PerType<ActionEncoder>()
@@ -42,11 +49,18 @@ final class EncoderCache {
         }
     }
 
+    /// The encoder of the state type `type` if ``stateEncoder(for:)`` found one before; `nil` for
+    /// a type not seen yet or not `Encodable`.
+    func knownStateEncoder(_ type: ObjectIdentifier) -> (any ValueEncoding.Type)? {
+        states.known(type)
+    }
+
     /// How values of `value`'s type are encoded, after checking a type that writes its own bytes.
     private func encoding<T>(of value: T, as type: any Encodable.Type) throws(BinaryPayloadMismatch) -> any ValueEncoding.Type {
         if ownBytes, let own = value as? any BinaryPayloadRepresentable {
             return try Self.checkedOwnEncoding(own)
         }
+        if ownBytes, T.self == Int.self { return IntEncoding.self }
         if ownBytes, BinaryEncoding.isPrimitive(T.self) { return PrimitiveEncoding<T>.self }
         func open<E: Encodable>(_ type: E.Type) -> any ValueEncoding.Type { TypedEncoding<E>.self }
         return open(type)
@@ -90,6 +104,15 @@ private enum PrimitiveEncoding<T>: ValueEncoding {
     }
 }
 
+/// `PrimitiveEncoding<Int>` without the generic value's trip through value witnesses (an `Int`
+/// state is the most common of all).
+private enum IntEncoding: ValueEncoding {
+    static func encode(_ pointer: UnsafeRawPointer, codec: any PayloadCodec, into bytes: inout [UInt8]) throws {
+        bytes.append(BinaryPayloadCodec.marker)
+        BinaryEncoding.writeInt(Int64(pointer.load(as: Int.self)), to: &bytes)
+    }
+}
+
 /// What was found for each type, the type seen last checked before the dictionary: a host mostly
 /// logs one action type and digests one state type in a row. Keyed by `ObjectIdentifier` rather
 /// than generic over the type: a method generic over both the type and `Value` is not
@@ -98,6 +121,15 @@ private struct PerType<Value> {
     private var found: [ObjectIdentifier: Value?] = [:]
     private var lastType: ObjectIdentifier?
     private var last: Value?
+
+    /// What was found for `id` before (`nil` when nothing was, or `nil` was).
+    mutating func known(_ id: ObjectIdentifier) -> Value? {
+        if id == lastType { return last }
+        guard let cached = found[id] else { return nil }
+        lastType = id
+        last = cached
+        return cached
+    }
 
     mutating func value<Failure: Error>(for id: ObjectIdentifier, _ make: () throws(Failure) -> Value?) throws(Failure) -> Value? {
         if id == lastType { return last }

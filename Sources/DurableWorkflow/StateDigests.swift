@@ -17,15 +17,57 @@ final class StateDigests {
         self.encoders = EncoderCache(codec: codec)
     }
 
+    /// A node of the tree last digested: where its state lies and how it is encoded.
+    private struct KnownNode {
+        let path: String
+        let encoding: any ValueEncoding.Type
+        let state: UnsafeRawPointer
+    }
+
+    /// The nodes of the tree whose `structureVersion` is `knownVersion`, in path order.
+    @exclusivity(unchecked) private var knownNodes: [KnownNode] = []
+    @exclusivity(unchecked) private var knownVersion: UInt64?
+    /// The hash after the first node's path, which is the same for every digest of that tree.
+    @exclusivity(unchecked) private var afterFirstPath = FNV1a64()
+
     /// The digest of `tree`'s states now; a `.notCodable` error names a node whose state cannot
     /// be encoded.
     func digest(of tree: any RuntimeTree) throws -> UInt64 {
-        var visitor = Visitor(digests: self)
-        try tree.visitNodeStates(&visitor)
-        return visitor.hash.value
+        if tree.structureVersion != knownVersion, !learnNodes(of: tree) {
+            // A state type seen for the first time: found (and checked) through its static type.
+            var visitor = Visitor(digests: self)
+            try tree.visitNodeStates(&visitor)
+            _ = learnNodes(of: tree)
+            return visitor.hash.value
+        }
+        // The same nodes as last time: each state is encoded where it lies, no call per node.
+        var hash = afterFirstPath
+        for (index, node) in knownNodes.enumerated() {
+            if index > 0 { hash.combine(node.path) }
+            try combine(state: node.state, encoding: node.encoding, path: node.path, into: &hash)
+        }
+        return hash.value
     }
 
-    /// Hashes one node: its path, then its state's bytes.
+    /// Keeps where `tree`'s states lie and their encoders; `false` (and nothing kept) when a state
+    /// type has no encoder yet.
+    private func learnNodes(of tree: any RuntimeTree) -> Bool {
+        knownVersion = nil
+        knownNodes.removeAll(keepingCapacity: true)
+        for (path, type, state) in tree.nodeStateAddresses() {
+            guard let encoding = encoders.knownStateEncoder(type) else {
+                knownNodes.removeAll()
+                return false
+            }
+            knownNodes.append(KnownNode(path: path, encoding: encoding, state: state))
+        }
+        afterFirstPath = FNV1a64()
+        if let first = knownNodes.first { afterFirstPath.combine(first.path) }
+        knownVersion = tree.structureVersion
+        return true
+    }
+
+    /// Hashes one node, finding its state type's encoder.
     fileprivate func combine<State>(path pathDescription: String, state: State, into hash: inout FNV1a64) throws {
         let found: (any ValueEncoding.Type)?
         do {
@@ -34,21 +76,24 @@ final class StateDigests {
             throw DurableError(.payloadMismatch, store: store, instance: instance, nodePath: pathDescription,
                                detail: error.description, recovery: BinaryPayloadMismatch.recovery)
         }
-        guard let encoder = found else {
+        guard let encoding = found else {
             throw DurableError(.notCodable, store: store, instance: instance, nodePath: pathDescription,
                                detail: "\(State.self) is not Encodable",
                                recovery: "Make every durable workflow's State (and the root workflow) Codable")
         }
         hash.combine(pathDescription)
+        try withUnsafePointer(to: state) { try combine(state: UnsafeRawPointer($0), encoding: encoding, path: pathDescription, into: &hash) }
+    }
+
+    /// Hashes a state's bytes.
+    private func combine(state: UnsafeRawPointer, encoding: any ValueEncoding.Type, path pathDescription: String, into hash: inout FNV1a64) throws {
         do {
             // Encoded after what earlier states left (emptying the buffer every time cost more
             // than hashing a small state); emptied once it grows.
             if encoders.scratch.count > 4096 { encoders.scratch.removeAll(keepingCapacity: true) }
             let start = encoders.scratch.count
-            try withUnsafePointer(to: state) { try encoder.encode(UnsafeRawPointer($0), codec: codec, into: &encoders.scratch) }
+            try encoding.encode(state, codec: codec, into: &encoders.scratch)
             encoders.scratch.withUnsafeBytes { hash.combine(UnsafeRawBufferPointer(rebasing: $0[start...])) }
-        } catch let error as DurableError {
-            throw error
         } catch {
             throw DurableError(.notCodable, store: store, instance: instance, nodePath: pathDescription,
                                detail: "the state could not be encoded: \(error)")

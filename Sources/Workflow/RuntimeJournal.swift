@@ -68,11 +68,17 @@ package protocol NodeStateVisitor {
 }
 
 /// Reads node states during a journal callback (snapshots, digests).
-package protocol RuntimeTree {
+package protocol RuntimeTree: AnyObject {
     /// Every live node's path and state, ordered by path description.
     func nodeStates() -> [(path: NodePath, state: Any)]
     /// Hands every live node's state to `visitor`, ordered by path description.
     func visitNodeStates<Visitor: NodeStateVisitor>(_ visitor: inout Visitor) throws
+    /// Changes whenever a node starts or ends; never the same for two trees of a process.
+    var structureVersion: UInt64 { get }
+    /// Every live node's path description, the `ObjectIdentifier` of its state's type and the
+    /// address of its state, ordered by path description. Each address stays valid, and keeps
+    /// showing the node's current state, as long as `structureVersion` does not change.
+    func nodeStateAddresses() -> [(path: String, type: ObjectIdentifier, state: UnsafeRawPointer)]
     /// Every declared worker's node path, key and start sequence.
     func workerStarts() -> [(path: NodePath, key: String, sequence: UInt64)]
     /// The root workflow value (the props it was last given).

@@ -1,3 +1,9 @@
+import Synchronization
+
+/// The source of `RuntimeContext.structureVersion`: process-wide, so no two trees share a version
+/// (a digest cache keyed by it cannot mistake one tree for another).
+private let structureVersions = Atomic<UInt64>(0)
+
 /// The state a host's nodes share, touched only by the thread currently running the host
 /// (the single drainer of its queue), so it needs no lock of its own.
 final class RuntimeContext: RuntimeTree {
@@ -12,6 +18,8 @@ final class RuntimeContext: RuntimeTree {
     /// The live nodes ordered by path description (digests visit them on every entry), made when
     /// first needed after a node starts or ends.
     @exclusivity(unchecked) private var orderedNodes: [any AnyWorkflowNode]?
+    /// Taken from `structureVersions` whenever a node starts or ends.
+    @exclusivity(unchecked) private(set) var structureVersion = structureVersions.add(1, ordering: .relaxed).newValue
     @exclusivity(unchecked) var effects = EffectBatch()
     /// The node whose render is running, for the "sent during render" message.
     @exclusivity(unchecked) var renderingNode: NodeID = 0
@@ -27,10 +35,13 @@ final class RuntimeContext: RuntimeTree {
     @exclusivity(unchecked) var restorer: (any StateRestorer)?
     /// Whether applied actions are kept in `lastApplied` (a durable host's journal reads them).
     @exclusivity(unchecked) var recordsActions = false
-    /// The originating action just applied, for the journal; its node's path and its origin are
-    /// in `lastAppliedPath` and `lastAppliedOrigin`. Three fields, not an optional tuple: the
-    /// tuple holds an existential, so each store and take went through runtime value witnesses.
-    @exclusivity(unchecked) var lastApplied: (any WorkflowAction)?
+    /// The originating action just applied, for the journal (in `appliedSlot` while
+    /// `hasLastApplied`); its node's path and its origin are in `lastAppliedPath` and
+    /// `lastAppliedOrigin`. Separate fields, not an optional tuple or even an optional: assigning
+    /// an optional existential went through runtime value witnesses (to destroy the old value),
+    /// where initializing the slot moves the existential's words.
+    private let appliedSlot = UnsafeMutablePointer<any WorkflowAction>.allocate(capacity: 1)
+    @exclusivity(unchecked) private var hasLastApplied = false
     @exclusivity(unchecked) var lastAppliedPath = NodePath(segments: [])
     @exclusivity(unchecked) var lastAppliedOrigin = ActionOrigin.sink
     /// What the worker output being applied asks the journal to commit with it (none or one; an
@@ -41,6 +52,8 @@ final class RuntimeContext: RuntimeTree {
     // copies nothing: a copy of the path and node is three reference-count operations.
     @exclusivity(unchecked) private var lastLookupPath = NodePath(segments: [])
     @exclusivity(unchecked) private var lastLookupNode: (any AnyWorkflowNode)?
+    /// The last answer of `node(id:)`, forgotten when that node ends.
+    @exclusivity(unchecked) private var lastIDNode: (any AnyWorkflowNode)?
     /// Services from the host configuration.
     @exclusivity(unchecked) var dependencies: [ObjectIdentifier: any Sendable] = [:]
 
@@ -49,6 +62,30 @@ final class RuntimeContext: RuntimeTree {
         self.observers = observers
         self.programmerErrors = programmerErrors
         self.clock = clock
+    }
+
+    deinit {
+        discardLastApplied()
+        appliedSlot.deallocate()
+    }
+
+    /// Keeps `action` as the originating action just applied.
+    func setLastApplied(_ action: consuming any WorkflowAction) {
+        if hasLastApplied { appliedSlot.deinitialize(count: 1) }
+        appliedSlot.initialize(to: action)
+        hasLastApplied = true
+    }
+
+    /// The originating action just applied, moved out.
+    func takeLastApplied() -> (any WorkflowAction)? {
+        guard hasLastApplied else { return nil }
+        hasLastApplied = false
+        return appliedSlot.move()
+    }
+
+    func discardLastApplied() {
+        if hasLastApplied { appliedSlot.deinitialize(count: 1) }
+        hasLastApplied = false
     }
 
     /// The type of the workflow whose render is running.
@@ -63,7 +100,16 @@ final class RuntimeContext: RuntimeTree {
         nodes[node.id] = node
         nodesByPath[node.info.path] = node
         orderedNodes = nil
+        structureVersion = structureVersions.add(1, ordering: .relaxed).newValue
         for observer in observers { observer.nodeDidStart(node.info) }
+    }
+
+    /// The live node with `id`; sends come to the same node in a row, so the last answer is kept
+    /// (hashing the id cost more than the rest of finding the node).
+    func node(id: NodeID) -> (any AnyWorkflowNode)? {
+        if let lastIDNode, lastIDNode.id == id { return lastIDNode }
+        lastIDNode = nodes[id]
+        return lastIDNode
     }
 
     /// The live node at `path`; replay asks for the same path entry after entry, so the last
@@ -78,9 +124,11 @@ final class RuntimeContext: RuntimeTree {
 
     func unregister(_ node: any AnyWorkflowNode) {
         if lastLookupNode?.id == node.id { lastLookupNode = nil }
+        if lastIDNode?.id == node.id { lastIDNode = nil }
         nodes[node.id] = nil
         nodesByPath[node.info.path] = nil
         orderedNodes = nil
+        structureVersion = structureVersions.add(1, ordering: .relaxed).newValue
         for observer in observers { observer.nodeDidEnd(node.info) }
     }
 
@@ -98,6 +146,13 @@ final class RuntimeContext: RuntimeTree {
     func visitNodeStates<Visitor: NodeStateVisitor>(_ visitor: inout Visitor) throws {
         for node in nodesInPathOrder() {
             try node.visitState(&visitor)
+        }
+    }
+
+    func nodeStateAddresses() -> [(path: String, type: ObjectIdentifier, state: UnsafeRawPointer)] {
+        nodesInPathOrder().map { node in
+            let (type, state) = node.stateAddress
+            return (node.pathDescription, type, state)
         }
     }
 

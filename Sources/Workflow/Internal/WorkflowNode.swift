@@ -10,6 +10,8 @@ protocol AnyWorkflowNode: AnyObject {
     var pathDescription: String { get }
     /// Hands the node's path and state, typed, to `visitor` (digests).
     func visitState<Visitor: NodeStateVisitor>(_ visitor: inout Visitor) throws
+    /// The address of the node's state (the same for the node's whole life) and its type.
+    var stateAddress: (type: ObjectIdentifier, state: UnsafeRawPointer) { get }
     /// The node's props, boxed.
     var anyWorkflow: Any { get }
     /// The declared workers' keys and start sequences.
@@ -35,7 +37,13 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
     /// Made on first use: only digests and snapshots need it, not node creation.
     private(set) lazy var pathDescription: String = info.path.description
     @exclusivity(unchecked) private(set) var workflow: W
-    @exclusivity(unchecked) private(set) var state: W.State
+    /// The state, in storage of its own whose address never changes: digests read it in place
+    /// without a call into the node.
+    private let stateStorage: UnsafeMutablePointer<W.State>
+    private(set) var state: W.State {
+        unsafeAddress { UnsafePointer(stateStorage) }
+        unsafeMutableAddress { stateStorage }
+    }
     // The runtime context owns the tree (through the root) and outlives every node.
     unowned(unsafe) let runtime: RuntimeContext
     /// Where outputs go: the parent's output map (or the host, at the root); `nil` when the
@@ -58,11 +66,17 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
     @exclusivity(unchecked) private var sideEffects: [AnyHashable: Lifetime] = [:]
     @exclusivity(unchecked) private var nextSideEffects: [AnyHashable: Lifetime] = [:]
 
+    deinit {
+        stateStorage.deinitialize(count: 1)
+        stateStorage.deallocate()
+    }
+
     init(workflow: W, path: NodePath, runtime: RuntimeContext) {
         self.id = runtime.makeID()
         self.info = NodeInfo(path: path)
         self.workflow = workflow
-        self.state = runtime.restorer?.restoredState(at: path, as: W.State.self) ?? workflow.makeInitialState()
+        self.stateStorage = .allocate(capacity: 1)
+        stateStorage.initialize(to: runtime.restorer?.restoredState(at: path, as: W.State.self) ?? workflow.makeInitialState())
         self.runtime = runtime
         self.context = RenderContext(node: self, programmerErrors: runtime.programmerErrors)
         self.contextRef = Unmanaged.passUnretained(context)
@@ -81,7 +95,7 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
     /// Applies `action` and runs the output cascade up the tree; `origin` is `nil` inside a cascade.
     func apply<Action: WorkflowAction>(_ action: Action, origin: ActionOrigin?) where Action.WorkflowType == W {
         if let origin, runtime.recordsActions {
-            runtime.lastApplied = action
+            runtime.setLastApplied(action)
             runtime.lastAppliedPath = info.path
             runtime.lastAppliedOrigin = origin
         }
@@ -115,6 +129,10 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
 
     func visitState<Visitor: NodeStateVisitor>(_ visitor: inout Visitor) throws {
         try visitor.visit(path: info.path, pathDescription: pathDescription, state: state)
+    }
+
+    var stateAddress: (type: ObjectIdentifier, state: UnsafeRawPointer) {
+        (ObjectIdentifier(W.State.self), UnsafeRawPointer(stateStorage))
     }
 
     var workflowTypeID: ObjectIdentifier { ObjectIdentifier(W.self) }

@@ -264,7 +264,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             context.discarded("\(type(of: action))", node: nil, reason: .hostStopped, origin: .sink)
             return .discarded(.hostStopped)
         }
-        guard let node = context.nodes[nodeID] else {
+        guard let node = context.node(id: nodeID) else {
             context.discarded("\(type(of: action))", node: nil, reason: .nodeEnded, origin: .sink)
             return .discarded(.nodeEnded)
         }
@@ -312,7 +312,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             context.discarded(work.description, node: nil, reason: .hostStopped, origin: work.origin)
             return .discarded(.hostStopped)
         }
-        guard let node = context.nodes[work.nodeID] else {
+        guard let node = context.node(id: work.nodeID) else {
             context.discarded(work.description, node: nil, reason: .nodeEnded, origin: work.origin)
             return .discarded(.nodeEnded)
         }
@@ -331,7 +331,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     private func recordAndRender(_ outcome: WorkOutcome) -> WorkOutcome {
         // Moved out (`take`), not copied then cleared: the compiler merges the outlined copies and
         // destroys of these optionals into generic ones that go through value witnesses.
-        if let journal, let applied = context.lastApplied.take() {
+        if let journal, let applied = context.takeLastApplied() {
             do {
                 try journal.record(
                     action: applied, at: context.lastAppliedPath, origin: context.lastAppliedOrigin, time: context.currentTime, tree: context)
@@ -580,7 +580,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             context.currentTime = time
             runtime.setPhase(.applying)
             node.apply(action, origin: origin)
-            context.lastApplied = nil
+            context.discardLastApplied()
             context.currentSequence = sequence
             runtime.renderPass()
         }
