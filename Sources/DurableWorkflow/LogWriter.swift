@@ -271,20 +271,20 @@ final class LogWriter: Sendable {
                                detail: "the action could not be encoded: \(error)")
         }
         let size = LogEntry.recordSize(targetCount: targetBytes.count, payloadCount: payload.count, hasDigest: pending.digest != nil)
-        try targetBytes.withUnsafeBytes { targetBytes in
-            try payload.withUnsafeBytes { payload in
-                let fill = { (record: UnsafeMutableRawBufferPointer) in
-                    let count = LogEntry.writeRecord(
-                        into: record.baseAddress!, sequence: pending.sequence, time: pending.time, origin: pending.origin,
-                        target: targetBytes, payload: payload, digest: pending.digest)
-                    precondition(count == size, "log entry size miscounted")
-                }
-                let logKey = LogKey(instance: key, sequence: pending.sequence)
-                if atEnd, try cursor.reserveAtEnd(size, forKey: logKey, fill) { return }
-                atEnd = false
-                try cursor.reserve(size, forKey: logKey, fill)
+        var keyBytes = LogKey.bytes(instance: key, sequence: pending.sequence)
+        let space = try withUnsafeBytes(of: &keyBytes) { keyBytes throws(LMDBError) in
+            if atEnd, let space = try cursor.reserve(size, forKeyBytes: keyBytes, append: true) { return space }
+            atEnd = false
+            return try cursor.reserve(size, forKeyBytes: keyBytes, append: false)!
+        }
+        let count = targetBytes.withUnsafeBytes { targetBytes in
+            payload.withUnsafeBytes { payload in
+                LogEntry.writeRecord(
+                    into: space.baseAddress!, sequence: pending.sequence, time: pending.time, origin: pending.origin,
+                    target: targetBytes, payload: payload, digest: pending.digest)
             }
         }
+        precondition(count == size, "log entry size miscounted")
     }
 
     private func inUse(by other: InstanceOwner, at sequence: UInt64) -> DurableError {

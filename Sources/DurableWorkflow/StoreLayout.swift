@@ -7,8 +7,13 @@ struct LogKey: LMDBCodable, Hashable {
     let sequence: UInt64
 
     func withLMDBBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
-        var bytes = (instance.bigEndian, sequence.bigEndian)
+        var bytes = Self.bytes(instance: instance, sequence: sequence)
         return try Swift.withUnsafeBytes(of: &bytes) { (raw) throws(E) -> R in try body(raw) }
+    }
+
+    /// The key's 16 bytes, as a value to take the bytes of (`withUnsafeBytes(of:)`).
+    static func bytes(instance: UInt64, sequence: UInt64) -> (UInt64, UInt64) {
+        (instance.bigEndian, sequence.bigEndian)
     }
 
     init(instance: UInt64, sequence: UInt64) {

@@ -145,6 +145,35 @@ struct BackgroundCommitTests {
         #expect(outputs == [1, 2, 3, 4, 5])
     }
 
+    @Test("a rendering stream open during group commits gets every render pass once, in order; the current rendering is the last committed")
+    func streamSeesEveryCommittedRendering() async throws {
+        let dir = TemporaryDirectory("background-stream")
+        let store = try WorkflowStore.open(path: dir.path)
+        let host = try store.start(DurableCounter(), id: "r", configuration: counterConfiguration(.grouped(maxBatch: 7, maxDelay: .seconds(3600))))
+        let published = Published()
+        let reader = Task {
+            for await rendering in host.renderings() { published.append(rendering.state.count) }
+        }
+        // The stream's reader runs on its own: waits for it are bounded, so a miss fails, not hangs.
+        func waitFor(_ count: Int) async throws {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while published.all.count < count && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        try await waitFor(1)
+        let sink = host.rendering.sink
+        for _ in 0..<50 { sink.send(.init(amount: 1)) }
+        await host.flush()
+        #expect(host.rendering.state.count == 50)
+        try await waitFor(51)
+        #expect(published.all == Array(0...50), "the current rendering, then one per render pass, in order")
+        reader.cancel()
+        // Without a stream, batches publish only their last rendering: the current one is still exact.
+        for _ in 0..<50 { sink.send(.init(amount: 2)) }
+        await host.flush()
+        #expect(host.rendering.state.count == 150)
+        await host.stopAndWait()
+    }
+
     @Test("stopping a host whose batch is being committed waits for that commit and commits the rest")
     func stopWaitsForBackgroundCommit() async throws {
         let dir = TemporaryDirectory("background-stop")

@@ -46,6 +46,28 @@ final class RenderingPublisher<Rendering: Sendable>: @unchecked Sendable {
         }
     }
 
+    /// Publishes the `count` renderings starting at `first`, oldest first, moving them out (as
+    /// many ``publish(movingFrom:)`` calls would). With no stream open, only the last becomes
+    /// current and the others are destroyed unseen: decided under the lock, so a stream opened
+    /// meanwhile starts from the last one, as it would after the one-by-one publications.
+    func publish(movingAll first: UnsafeMutablePointer<Rendering>, count: Int) {
+        guard count > 0 else { return }
+        lock.withLock { streamCount in
+            if streamCount > 0 {
+                for index in 0..<count { yieldToStreams(first[index]) }
+            }
+            if hasCurrent {
+                slot.moveUpdate(from: first + (count - 1), count: 1)
+            } else {
+                slot.moveInitialize(from: first + (count - 1), count: 1)
+                hasCurrent = true
+            }
+        }
+        // The earlier ones, yielded or not, are done with (destroyed outside the lock: a rendering's
+        // last reference may go with them).
+        first.deinitialize(count: count - 1)
+    }
+
     /// Kept out of line: the compiler computes the metadata a function body needs on entry, so
     /// inlined here the stream types would cost lookups on every publish, streams or not.
     @inline(never)

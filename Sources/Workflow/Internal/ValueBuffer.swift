@@ -102,6 +102,20 @@ final class ValueBuffer<Element> {
         }
     }
 
+    /// Hands `body` the oldest `prefix` elements (at most `count`) as one contiguous run, removing
+    /// them: `body` must move out or deinitialize every one.
+    func drain(prefix: Int, movingRun body: (UnsafeMutablePointer<Element>, Int) -> Void) {
+        let taken = Swift.min(prefix, end - head)
+        guard taken > 0 else { return }
+        let first = base + head
+        head += taken
+        body(first, taken)
+        if head == end {
+            head = 0
+            end = 0
+        }
+    }
+
     func removeAll() {
         (base + head).deinitialize(count: end - head)
         head = 0

@@ -203,8 +203,8 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
 
     // MARK: Processing
 
-    private func process(_ item: QueueItem) {
-        switch item {
+    private func process(_ item: consuming QueueItem) {
+        switch consume item {
         case .send(let nodeID, let action):
             _ = applySent(action, to: nodeID)
         case .sendAndWait(let nodeID, let action, let waiter):
@@ -447,7 +447,11 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         setPhase(.releasing)
         var effects = batch.effects
         effects.release(queue: self, observers: context.observers)
-        pendingRenderings.drain(prefix: batch.renderings, movingEach: publish(movingFrom:))
+        if callbacks.isEmpty {
+            pendingRenderings.drain(prefix: batch.renderings, movingRun: publisher.publish(movingAll:count:))
+        } else {
+            pendingRenderings.drain(prefix: batch.renderings, movingEach: publish(movingFrom:))
+        }
         sealedRenderings -= batch.renderings
         if batch.outputs > 0 { deliverOutputs(prefix: batch.outputs) }
         for completion in batch.completions { completion.resume(returning: true) }
