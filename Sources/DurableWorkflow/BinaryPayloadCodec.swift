@@ -147,6 +147,20 @@ enum BinaryEncoding {
         }
     }
 
+    /// Stores `value` as a variable-length integer at `address` (room for 10 bytes); returns its
+    /// length.
+    @inline(__always)
+    static func storeVarint(_ value: UInt64, at address: UnsafeMutableRawPointer) -> Int {
+        var rest = value, count = 0
+        while rest >= 0x80 {
+            address.storeBytes(of: UInt8(truncatingIfNeeded: rest) | 0x80, toByteOffset: count, as: UInt8.self)
+            rest >>= 7
+            count += 1
+        }
+        address.storeBytes(of: UInt8(rest), toByteOffset: count, as: UInt8.self)
+        return count + 1
+    }
+
     static func writeVarint(_ value: UInt64, to out: inout [UInt8]) {
         var rest = value
         while rest >= 0x80 {

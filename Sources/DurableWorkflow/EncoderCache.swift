@@ -79,6 +79,13 @@ final class EncoderCache {
 /// cache line; an existential of an empty struct cost witness calls to copy and destroy.)
 protocol ValueEncoding: Sendable {
     static func encode(_ pointer: UnsafeRawPointer, codec: any PayloadCodec, into bytes: inout [UInt8]) throws
+    /// Hashes the bytes `encode` would append, without making them, when that is cheaper (a
+    /// small fixed form); `false`, having hashed nothing, otherwise.
+    static func hashEncoding(_ pointer: UnsafeRawPointer, into hash: inout FNV1a64) -> Bool
+}
+
+extension ValueEncoding {
+    static func hashEncoding(_ pointer: UnsafeRawPointer, into hash: inout FNV1a64) -> Bool { false }
 }
 
 private enum TypedEncoding<E: Encodable>: ValueEncoding {
@@ -110,6 +117,19 @@ private enum IntEncoding: ValueEncoding {
     static func encode(_ pointer: UnsafeRawPointer, codec: any PayloadCodec, into bytes: inout [UInt8]) throws {
         bytes.append(BinaryPayloadCodec.marker)
         BinaryEncoding.writeInt(Int64(pointer.load(as: Int.self)), to: &bytes)
+    }
+
+    static func hashEncoding(_ pointer: UnsafeRawPointer, into hash: inout FNV1a64) -> Bool {
+        // The same bytes as `encode`, made on the stack: no array to append to.
+        var buffer: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &buffer) { raw in
+            raw[0] = BinaryPayloadCodec.marker
+            raw[1] = BinaryTag.int.rawValue
+            let value = Int64(pointer.load(as: Int.self))
+            let count = 2 + BinaryEncoding.storeVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)), at: raw.baseAddress! + 2)
+            hash.combine(UnsafeRawBufferPointer(rebasing: raw[..<count]))
+        }
+        return true
     }
 }
 

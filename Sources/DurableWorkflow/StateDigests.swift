@@ -40,11 +40,14 @@ final class StateDigests {
             _ = learnNodes(of: tree)
             return visitor.hash.value
         }
-        // The same nodes as last time: each state is encoded where it lies, no call per node.
+        // The same nodes as last time: each state is encoded where it lies, no call per node
+        // (and the nodes are read in place: copying each out retained its path).
         var hash = afterFirstPath
-        for (index, node) in knownNodes.enumerated() {
-            if index > 0 { hash.combine(node.path) }
-            try combine(state: node.state, encoding: node.encoding, path: node.path, into: &hash)
+        try knownNodes.withUnsafeBufferPointer { nodes in
+            for index in nodes.indices {
+                if index > 0 { hash.combine(nodes[index].path) }
+                try combine(state: nodes[index].state, encoding: nodes[index].encoding, path: nodes[index].path, into: &hash)
+            }
         }
         return hash.value
     }
@@ -87,6 +90,7 @@ final class StateDigests {
 
     /// Hashes a state's bytes.
     private func combine(state: UnsafeRawPointer, encoding: any ValueEncoding.Type, path pathDescription: String, into hash: inout FNV1a64) throws {
+        if encoding.hashEncoding(state, into: &hash) { return }
         do {
             // Encoded after what earlier states left (emptying the buffer every time cost more
             // than hashing a small state); emptied once it grows.

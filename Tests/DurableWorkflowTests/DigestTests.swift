@@ -75,8 +75,60 @@ struct OpaqueNotes: Workflow, Codable, Sendable {
     }
 }
 
+/// A one-node counter whose state is a bare `Int` (digested without building its encoding).
+private struct IntCounter: Workflow, Codable, Sendable {
+    struct Add: DurableAction {
+        typealias WorkflowType = IntCounter
+        var amount: Int
+        func apply(toState state: inout Int) -> Never? {
+            state += amount
+            return nil
+        }
+    }
+    func makeInitialState() -> Int { 0 }
+    func render(state: Int, context: RenderContext<IntCounter>) -> (Int, Sink<Add>) { (state, context.makeSink(of: Add.self)) }
+}
+
+/// The digest as its definition says, computed here independently: FNV-1a (64 bits) over, for
+/// each node in path order, its path description and a zero byte, then its state's encoding.
+private func expectedDigest(of tree: StateTree) -> UInt64 {
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    func combine<Bytes: Sequence<UInt8>>(_ bytes: Bytes) {
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+    }
+    for node in tree.nodes.sorted(by: { $0.path.description < $1.path.description }) {
+        combine(node.path.description.utf8)
+        combine([0])
+        combine(node.encodedState)
+    }
+    return hash
+}
+
 @Suite("State digests over a tree of several types (D4)")
 struct DigestTests {
+    @Test("a digest is FNV-1a over each node's path and encoded state, live and in replay, for struct, array and Int states")
+    func digestDefinition() throws {
+        let dir = TemporaryDirectory("digest-definition")
+        let store = try WorkflowStore.open(path: dir.path)
+        let ledger = DurableConfiguration(mode: .strict, actions: Ledger.actions, snapshotEvery: nil)
+        let host = try store.start(Ledger(), id: "ledger", configuration: ledger)
+        host.rendering.deposit.send(.init(amount: 300))
+        host.rendering.notes.write.send(.init(text: "é"))
+        host.stop()
+        let counter = DurableConfiguration(mode: .strict, actions: ActionRegistry(IntCounter.Add.self), snapshotEvery: nil)
+        let counterHost = try store.start(IntCounter(), id: "int", configuration: counter)
+        for amount in [1, -200, 1 << 40] { counterHost.rendering.1.send(.init(amount: amount)) }
+        counterHost.stop()
+
+        for (id, tree) in [("ledger", try store.state(of: "ledger", as: Ledger.self, configuration: ledger)),
+                           ("int", try store.state(of: "int", as: IntCounter.self, configuration: counter))] {
+            let expected = expectedDigest(of: tree)
+            #expect(tree.digest == expected, "\(id): replay")
+            #expect(try store.entries(of: id).last?.digest == expected, "\(id): recorded live")
+        }
+    }
+
+
     @Test("actions of two types to two nodes, digested after each: resume and verify agree with the live tree")
     func twoTypesInTurn() throws {
         let dir = TemporaryDirectory("digest-types")
