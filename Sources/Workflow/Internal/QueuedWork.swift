@@ -3,7 +3,7 @@ typealias NodeID = UInt64
 
 /// Something the host's queue accepts; implemented by the runtime.
 protocol ActionQueue: AnyObject, Sendable {
-    func enqueue(_ item: QueueItem)
+    func enqueue(_ item: consuming QueueItem)
 }
 
 /// An entry in the host's first-in-first-out queue.

@@ -63,6 +63,19 @@ final class ValueBuffer<Element> {
         return element
     }
 
+    /// Moves the oldest element into `slot` (uninitialised) and returns `true`, or returns
+    /// `false` when empty: no optional element to make and destroy.
+    func popFirst(into slot: UnsafeMutablePointer<Element>) -> Bool {
+        guard head < end else { return false }
+        slot.moveInitialize(from: base + head, count: 1)
+        head += 1
+        if head == end {
+            head = 0
+            end = 0
+        }
+        return true
+    }
+
     /// Calls `body` with each element, oldest first, emptying the buffer. Elements appended by
     /// `body` are visited too.
     func drain(_ body: (consuming Element) -> Void) {

@@ -31,6 +31,9 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     // through the items they enqueue, by whichever thread drains next.
 
     private let inbox = Mutex(Inbox())
+    /// Where the drainer moves the item it pops (drainer-only): popping an optional item made a
+    /// `nil` to destroy through value witnesses on every send to an idle host.
+    private let popped = UnsafeMutablePointer<QueueItem>.allocate(capacity: 1)
     private let drainerThread = Atomic<UInt>(0)
     private let phase = Atomic<UInt8>(Phase.idle.rawValue)
     private let failureState = Mutex<(any Error)?>(nil)
@@ -58,6 +61,10 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     @exclusivity(unchecked) private var commitDeferred = false
     @exclusivity(unchecked) private var callbacks: [UInt64: @Sendable (Any) -> Void] = [:]
     @exclusivity(unchecked) private var stopped = false
+
+    deinit {
+        popped.deallocate()
+    }
 
     /// Builds the tree and runs the first render pass on the calling thread. With `replay`, the
     /// logged entries are applied before anything is released.
@@ -119,7 +126,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
 
     // MARK: Queue
 
-    func enqueue(_ item: QueueItem) {
+    func enqueue(_ item: consuming QueueItem) {
         let me = currentThread()
         if drainerThread.load(ordering: .relaxed) == me, phase.load(ordering: .relaxed) == Phase.rendering.rawValue {
             context.programmerErrors.raise(
@@ -129,12 +136,12 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         // through the queue (the order is the same: nothing was ahead of it).
         let claim = inbox.withLock { inbox -> DrainClaim in
             if inbox.draining {
-                inbox.queue.append(item)
+                inbox.queue.append(copy item)
                 return .queued
             }
             inbox.draining = true
             if inbox.queue.isEmpty { return .direct }
-            inbox.queue.append(item)
+            inbox.queue.append(copy item)
             return .drainer
         }
         switch claim {
@@ -178,8 +185,8 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     private func drain(_ me: UInt, alreadyDraining: Bool) {
         if !alreadyDraining { drainerThread.store(me, ordering: .relaxed) }
         while true {
-            if let item = inbox.withLock({ $0.queue.popFirst() }) {
-                process(item)
+            if inbox.withLock({ $0.queue.popFirst(into: popped) }) {
+                process(popped.move())
                 continue
             }
             // The queue ran empty: a durable host commits what is pending now, or (group commit)
