@@ -30,7 +30,7 @@ final class InstanceJournal: RuntimeJournal {
         self.encoders = EncoderCache(codec: configuration.codec)
     }
 
-    func record(action: any WorkflowAction, at path: NodePath, origin: ActionOrigin, time: WallTime, tree: any RuntimeTree) throws {
+    func record(action: any WorkflowAction, at path: NodePath, origin: ActionOrigin, time: WallTime) throws {
         try record(opened: action, at: path, origin: origin, time: time)
     }
 

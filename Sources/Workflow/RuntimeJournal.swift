@@ -9,7 +9,7 @@
 /// A thrown error stops the host: nothing uncommitted is released, the log stays the truth.
 package protocol RuntimeJournal: AnyObject {
     /// Records an action applied to the node at `path`.
-    func record(action: any WorkflowAction, at path: NodePath, origin: ActionOrigin, time: WallTime, tree: any RuntimeTree) throws
+    func record(action: any WorkflowAction, at path: NodePath, origin: ActionOrigin, time: WallTime) throws
     /// `attachment` (from a worker output that is ``JournalAttachable``) must be committed in the
     /// same transaction as the entry recorded last. (Apart from `record`: passing an optional
     /// existential that is almost always `nil` cost a copy and a destroy through value witnesses.)

@@ -7,7 +7,9 @@ private let structureVersions = Atomic<UInt64>(0)
 /// The state a host's nodes share, touched only by the thread currently running the host
 /// (the single drainer of its queue), so it needs no lock of its own.
 final class RuntimeContext: RuntimeTree {
-    unowned(unsafe) let queue: any ActionQueue
+    /// The host's queue, which owns this context (set once, right after both are made).
+    var queue: any ActionQueue { queueRef.unsafelyUnwrapped }
+    private unowned(unsafe) var queueRef: (any ActionQueue)?
     let observers: [any WorkflowObserver]
     let programmerErrors: ProgrammerErrorPolicy
     let clock: any WorkflowClock
@@ -42,7 +44,9 @@ final class RuntimeContext: RuntimeTree {
     /// where initializing the slot moves the existential's words.
     private let appliedSlot = UnsafeMutablePointer<any WorkflowAction>.allocate(capacity: 1)
     @exclusivity(unchecked) private var hasLastApplied = false
-    @exclusivity(unchecked) var lastAppliedPath = NodePath(segments: [])
+    /// Optional so that the journal's call can take it (a copy out of this object retained both
+    /// of its references around the call).
+    @exclusivity(unchecked) var lastAppliedPath: NodePath?
     @exclusivity(unchecked) var lastAppliedOrigin = ActionOrigin.sink
     /// What the worker output being applied asks the journal to commit with it (none or one; an
     /// array because checking an empty one copies nothing, unlike an optional existential).
@@ -57,11 +61,16 @@ final class RuntimeContext: RuntimeTree {
     /// Services from the host configuration.
     @exclusivity(unchecked) var dependencies: [ObjectIdentifier: any Sendable] = [:]
 
-    init(queue: any ActionQueue, observers: [any WorkflowObserver], programmerErrors: ProgrammerErrorPolicy, clock: any WorkflowClock) {
-        self.queue = queue
+    /// A context whose `queue` is given by ``attach(queue:)`` before any node is made (the queue
+    /// needs the context first).
+    init(observers: [any WorkflowObserver], programmerErrors: ProgrammerErrorPolicy, clock: any WorkflowClock) {
         self.observers = observers
         self.programmerErrors = programmerErrors
         self.clock = clock
+    }
+
+    func attach(queue: any ActionQueue) {
+        queueRef = queue
     }
 
     deinit {
@@ -86,6 +95,7 @@ final class RuntimeContext: RuntimeTree {
     func discardLastApplied() {
         if hasLastApplied { appliedSlot.deinitialize(count: 1) }
         hasLastApplied = false
+        lastAppliedPath = nil
     }
 
     /// The type of the workflow whose render is running.

@@ -44,8 +44,10 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     private let journal: (any RuntimeJournal)?
 
     // Drainer-only state (see above); exclusivity is not checked dynamically on it.
-    @exclusivity(unchecked) private var context: RuntimeContext!
-    @exclusivity(unchecked) private var root: WorkflowNode<Root>!
+    /// A constant, so that reaching it costs no retain (an optional `var` was retained and
+    /// released around uses).
+    private let context: RuntimeContext
+    private let root: WorkflowNode<Root>
     private let pendingRenderings = ValueBuffer<Root.Rendering>()
     private let pendingOutputs = ValueBuffer<Root.Output>()
     @exclusivity(unchecked) private var pendingCompletions: [CheckedContinuation<Bool, Never>] = []
@@ -77,21 +79,23 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     ) throws {
         (outputs, outputContinuation) = AsyncStream.makeStream(of: Root.Output.self)
         self.journal = journal
-        context = RuntimeContext(queue: self, observers: observers, programmerErrors: programmerErrors, clock: clock)
+        let context = RuntimeContext(observers: observers, programmerErrors: programmerErrors, clock: clock)
         context.dependencies = dependencies
         context.restorer = restorer
         context.instanceID = journal?.instanceID
         context.recordsActions = journal != nil
         context.currentSequence = initialSequence ?? journal?.currentSequence ?? 0
+        context.isReplaying = replay != nil
+        context.currentTime = clock.now()
+        self.context = context
+        root = WorkflowNode(workflow: workflow, path: NodePath(segments: [
+            .init(workflowType: NodePath.typeName(Root.self), key: "")
+        ]), runtime: context)
+        context.attach(queue: self)
         // The first render pass runs here, with this thread as the drainer.
         inbox.withLock { $0.draining = true }
         let me = currentThread()
         drainerThread.store(me, ordering: .relaxed)
-        context.isReplaying = replay != nil
-        context.currentTime = clock.now()
-        root = WorkflowNode(workflow: workflow, path: NodePath(segments: [
-            .init(workflowType: NodePath.typeName(Root.self), key: "")
-        ]), runtime: context)
         if bufferOutputs {
             root.outputHandler = { [unowned(unsafe) self] output in
                 if !self.context.isReplaying { self.pendingOutputs.append(output) }
@@ -338,10 +342,9 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     private func recordAndRender(_ outcome: WorkOutcome) -> WorkOutcome {
         // Moved out (`take`), not copied then cleared: the compiler merges the outlined copies and
         // destroys of these optionals into generic ones that go through value witnesses.
-        if let journal, let applied = context.takeLastApplied() {
+        if let journal, let applied = context.takeLastApplied(), let path = context.lastAppliedPath.take() {
             do {
-                try journal.record(
-                    action: applied, at: context.lastAppliedPath, origin: context.lastAppliedOrigin, time: context.currentTime, tree: context)
+                try journal.record(action: applied, at: path, origin: context.lastAppliedOrigin, time: context.currentTime)
                 for attachment in context.pendingAttachments { journal.attach(attachment) }
                 context.currentSequence = journal.currentSequence
             } catch {
