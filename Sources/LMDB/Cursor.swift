@@ -44,10 +44,14 @@ public struct Cursor<Key, Value, Mode: TransactionMode>: ~Copyable {
     unowned(unsafe) let environment: Environment
     let database: Database<Key, Value>
     let state: UnsafeMutablePointer<TransactionState>
+    /// The environment's, copied: reading it through `environment` retained and released the
+    /// environment (a shared object, on the slow path) for every entry written.
+    let maxKeySize: Int
 
     init(cursor: OpaquePointer, environment: Environment, database: Database<Key, Value>,
          state: UnsafeMutablePointer<TransactionState>) {
         self.cursor = cursor
+        self.maxKeySize = environment.maxKeySize
         self.environment = environment
         self.database = database
         self.state = state
@@ -133,7 +137,7 @@ extension Cursor where Mode == ReadWrite {
     /// loops that write many entries: no closure and no generic key encoding per entry (through
     /// them, the wrapper cost half as much as LMDB's own insert).
     public func reserve(_ size: Int, forKeyBytes key: UnsafeRawBufferPointer, append: Bool) throws(LMDBError) -> UnsafeMutableRawBufferPointer? {
-        try checkKeySize(key, in: environment, "cursor put into \(database.label)")
+        if key.count == 0 || key.count > maxKeySize { try checkKeySize(key, in: environment, "cursor put into \(database.label)") }
         var keyVal = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var data = MDB_val(mv_size: size, mv_data: nil)
         let rc = mdb_cursor_put(cursor, &keyVal, &data, UInt32(append ? MDB_RESERVE | MDB_APPEND : MDB_RESERVE))
