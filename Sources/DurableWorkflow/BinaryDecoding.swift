@@ -131,7 +131,30 @@ enum BinaryDecoding {
         if T.self == String.self { return unsafeBitCast(try input.string(at: offset, codingPath), to: T.self) }
         if T.self == Bool.self { return unsafeBitCast(try input.bool(at: offset, codingPath), to: T.self) }
         if T.self == Double.self { return unsafeBitCast(try input.double(at: offset, codingPath), to: T.self) }
+        if codingPath.isEmpty { return try T(from: RootDecoder(input: input, offset: offset)) }
         return try T(from: DecoderImpl(input: input, offset: offset, codingPath: codingPath))
+    }
+
+    /// ``DecoderImpl`` for the value at the root (no coding path), as a struct of three words: it
+    /// fits in the existential `init(from:)` receives, so decoding a payload allocates no decoder
+    /// (allocating and freeing one cost a tenth of replaying a small action).
+    struct RootDecoder: Decoder {
+        let input: Input
+        let offset: Int
+        var codingPath: [any CodingKey] { [] }
+        var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+        func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+            KeyedDecodingContainer(try KeyedContainer<Key>(input: input, offset: offset, codingPath: []))
+        }
+
+        func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+            try UnkeyedContainer(input: input, offset: offset, codingPath: [])
+        }
+
+        func singleValueContainer() throws -> any SingleValueDecodingContainer {
+            SingleValueContainer(input: input, offset: offset, codingPath: [])
+        }
     }
 
     final class DecoderImpl: Decoder {
@@ -171,11 +194,18 @@ enum BinaryDecoding {
         init(input: Input, offset: Int, codingPath: [any CodingKey]) throws {
             self.input = input
             self.codingPath = codingPath
-            try input.expect(.map, at: offset, codingPath)
-            let (count, position) = try input.varint(at: offset + 1, codingPath)
-            guard count <= UInt64(input.bytes.count) else { throw input.corrupt(codingPath, "a map claims \(count) entries") }
-            self.start = position
-            self.count = Int(count)
+            let bytes = input.bytes
+            if offset + 1 < bytes.count, bytes[offset] == BinaryTag.map.rawValue, bytes[offset + 1] < 0x80 {
+                // The common case, under 128 entries: the count is the byte after the tag.
+                self.start = offset + 2
+                self.count = Int(bytes[offset + 1])
+            } else {
+                try input.expect(.map, at: offset, codingPath)
+                let (count, position) = try input.varint(at: offset + 1, codingPath)
+                guard count <= UInt64(input.bytes.count) else { throw input.corrupt(codingPath, "a map claims \(count) entries") }
+                self.start = position
+                self.count = Int(count)
+            }
             if count > 8 { index = try entries() }
         }
 
