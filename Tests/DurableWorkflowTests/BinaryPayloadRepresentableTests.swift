@@ -138,25 +138,10 @@ private struct Unsorted: Workflow, Codable, Sendable {
     func render(state: Int, context: RenderContext<Unsorted>) -> (Int, Sink<Set2>) { (state, context.makeSink(of: Set2.self)) }
 }
 
-/// The first form of a counter's action, through `Codable` only.
-private struct OldTally: Workflow, Codable, Sendable {
-    struct Add: DurableAction {
-        typealias WorkflowType = OldTally
-        static let tag = "tally.add"
-        var amount: Int
-        func apply(toState state: inout Int) -> Never? {
-            state += amount
-            return nil
-        }
-    }
-    func makeInitialState() -> Int { 0 }
-    func render(state: Int, context: RenderContext<OldTally>) -> (Int, Sink<Add>) { (state, context.makeSink(of: Add.self)) }
-}
-
-/// Today's form of the same action (same tag): an optional note was added, and its own reader
+/// Today's form of `IntTally.Add` (same tag): an optional note was added, and its own reader
 /// only reads today's bytes.
 private struct NotedAdd: DurableAction, Equatable, BinaryPayloadRepresentable {
-    typealias WorkflowType = OldTally
+    typealias WorkflowType = IntTally
     static let tag = "tally.add"
     var amount: Int
     var note: String?
@@ -271,12 +256,12 @@ struct BinaryPayloadRepresentableTests {
     func olderBytesFallBackToCodable() throws {
         let dir = TemporaryDirectory("own-bytes-old")
         let store = try WorkflowStore.open(path: dir.path)
-        let old = try store.start(OldTally(), id: "tally", configuration: DurableConfiguration(actions: ActionRegistry(OldTally.Add.self)))
-        old.rendering.1.send(OldTally.Add(amount: 3))
-        old.rendering.1.send(OldTally.Add(amount: 4))
+        let old = try store.start(IntTally(), id: "tally", configuration: DurableConfiguration(actions: ActionRegistry(IntTally.Add.self)))
+        old.rendering.1.send(IntTally.Add(amount: 3))
+        old.rendering.1.send(IntTally.Add(amount: 4))
         old.stop()
         // Today's registry decodes the tag as NotedAdd, whose own reader wants a note.
         let today = DurableConfiguration(actions: ActionRegistry(NotedAdd.self), digests: .off)
-        #expect(try store.state(of: "tally", as: OldTally.self, configuration: today).rootState(as: Int.self) == 7)
+        #expect(try store.state(of: "tally", as: IntTally.self, configuration: today).rootState(as: Int.self) == 7)
     }
 }

@@ -75,10 +75,12 @@ struct OpaqueNotes: Workflow, Codable, Sendable {
     }
 }
 
-/// A one-node counter whose state is a bare `Int` (digested without building its encoding).
-private struct IntCounter: Workflow, Codable, Sendable {
+/// A one-node counter whose state is a bare `Int` (digested without building its encoding); its
+/// action goes through `Codable` only.
+struct IntTally: Workflow, Codable, Sendable {
     struct Add: DurableAction {
-        typealias WorkflowType = IntCounter
+        typealias WorkflowType = IntTally
+        static let tag = "tally.add"
         var amount: Int
         func apply(toState state: inout Int) -> Never? {
             state += amount
@@ -86,7 +88,7 @@ private struct IntCounter: Workflow, Codable, Sendable {
         }
     }
     func makeInitialState() -> Int { 0 }
-    func render(state: Int, context: RenderContext<IntCounter>) -> (Int, Sink<Add>) { (state, context.makeSink(of: Add.self)) }
+    func render(state: Int, context: RenderContext<IntTally>) -> (Int, Sink<Add>) { (state, context.makeSink(of: Add.self)) }
 }
 
 /// The digest as its definition says, computed here independently: FNV-1a (64 bits) over, for
@@ -115,13 +117,13 @@ struct DigestTests {
         host.rendering.deposit.send(.init(amount: 300))
         host.rendering.notes.write.send(.init(text: "é"))
         host.stop()
-        let counter = DurableConfiguration(mode: .strict, actions: ActionRegistry(IntCounter.Add.self), snapshotEvery: nil)
-        let counterHost = try store.start(IntCounter(), id: "int", configuration: counter)
+        let counter = DurableConfiguration(mode: .strict, actions: ActionRegistry(IntTally.Add.self), snapshotEvery: nil)
+        let counterHost = try store.start(IntTally(), id: "int", configuration: counter)
         for amount in [1, -200, 1 << 40] { counterHost.rendering.1.send(.init(amount: amount)) }
         counterHost.stop()
 
         for (id, tree) in [("ledger", try store.state(of: "ledger", as: Ledger.self, configuration: ledger)),
-                           ("int", try store.state(of: "int", as: IntCounter.self, configuration: counter))] {
+                           ("int", try store.state(of: "int", as: IntTally.self, configuration: counter))] {
             let expected = expectedDigest(of: tree)
             #expect(tree.digest == expected, "\(id): replay")
             #expect(try store.entries(of: id).last?.digest == expected, "\(id): recorded live")
