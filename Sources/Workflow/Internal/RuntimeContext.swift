@@ -35,7 +35,7 @@ final class RuntimeContext: RuntimeTree {
     @exclusivity(unchecked) var isReplaying = false
     /// States recorded by a snapshot, for the nodes a resume creates.
     @exclusivity(unchecked) var restorer: (any StateRestorer)?
-    /// Whether applied actions are kept in `lastApplied` (a durable host's journal reads them).
+    /// Whether applied actions are kept (`setLastApplied`; a durable host's journal reads them).
     @exclusivity(unchecked) var recordsActions = false
     /// The originating action just applied, for the journal (in `appliedSlot` while
     /// `hasLastApplied`); its node's path and its origin are in `lastAppliedPath` and
