@@ -188,9 +188,8 @@ extension BinaryEncoding {
         /// nested value still being encoded, or a frame already finished, abandons the stream.
         func enter(_ id: Int) throws {
             if abandoned { throw StreamAbandoned() }
-            if frames.last?.id == id { return }
-            while let top = frames.last, top.id != id {
-                if top.isValue { throw abandon() }
+            while !frames.isEmpty, frames[frames.count - 1].id != id {
+                if frames[frames.count - 1].isValue { throw abandon() }
                 finishTop()
             }
             if frames.isEmpty { throw abandon() }
@@ -222,6 +221,7 @@ extension BinaryEncoding {
             nextFrameID += 1
             frames.append(Frame(kind: kind, id: id, start: bytes.count, isValue: false, key: key, firstEntry: entries.count))
             bytes.append(kind == .keyed ? BinaryTag.map.rawValue : BinaryTag.array.rawValue)
+            bytes.append(0)  // the count, set when the frame is finished
             return id
         }
 
@@ -229,17 +229,21 @@ extension BinaryEncoding {
         /// when it already is another kind.
         private func valueFrame(as kind: Frame.Kind) -> Int? {
             if abandoned { return nil }
-            while let top = frames.last, !top.isValue { finishTop() }
-            guard let top = frames.last else { return nil }
-            if top.kind == .pending {
-                frames[frames.count - 1].kind = kind
-                if kind == .keyed { bytes.append(BinaryTag.map.rawValue) }
-                if kind == .unkeyed { bytes.append(BinaryTag.array.rawValue) }
-                return top.id
+            // Frames are read in place: a copy of one copied its optional key existential.
+            while !frames.isEmpty, !frames[frames.count - 1].isValue { finishTop() }
+            guard !frames.isEmpty else { return nil }
+            let top = frames.count - 1
+            if frames[top].kind == .pending {
+                frames[top].kind = kind
+                // The tag, then a count byte set when the frame is finished (inserting the count
+                // in front of the entries then cost a tenth of a small value's encoding).
+                if kind == .keyed { bytes.append(BinaryTag.map.rawValue); bytes.append(0) }
+                if kind == .unkeyed { bytes.append(BinaryTag.array.rawValue); bytes.append(0) }
+                return frames[top].id
             }
             // A second container of the same kind continues the first (a subclass and its
             // superclass sharing one map); anything else the stream cannot follow.
-            if top.kind == kind, kind != .single { return top.id }
+            if frames[top].kind == kind, kind != .single { return frames[top].id }
             _ = abandon()
             return nil
         }
@@ -256,19 +260,21 @@ extension BinaryEncoding {
                     bytes.append(0)
                 }
             case .unkeyed:
-                insertCount(frame.count, at: frame.start + 1)
+                setCount(frame.count, at: frame.start + 1)
             case .keyed:
                 finishMap(frame)
             }
         }
 
-        private func insertCount(_ count: Int, at offset: Int) {
+        /// Writes `count` over the one-byte placeholder at `offset`, widening it for a count that
+        /// needs more than one byte.
+        private func setCount(_ count: Int, at offset: Int) {
             if count < 0x80 {
-                bytes.insert(UInt8(count), at: offset)
+                bytes[offset] = UInt8(count)
             } else {
                 scratch.removeAll(keepingCapacity: true)
                 BinaryEncoding.writeVarint(UInt64(count), to: &scratch)
-                bytes.insert(contentsOf: scratch, at: offset)
+                bytes.replaceSubrange(offset..<(offset + 1), with: scratch)
             }
         }
 
@@ -286,7 +292,7 @@ extension BinaryEncoding {
                 }
             }
             if ordered {
-                insertCount(end - first, at: frame.start + 1)
+                setCount(end - first, at: frame.start + 1)
                 return
             }
             var order = Array(first..<end)
