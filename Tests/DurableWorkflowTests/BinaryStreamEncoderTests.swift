@@ -176,6 +176,7 @@ struct BinaryStreamEncoderTests {
             ("empty single value", EmptySingle()), ("nested containers then sibling", NestedThenSibling()),
             ("top-level Int", 5), ("top-level String", "text"), ("top-level Int32", Int32(-9)), ("nil", Int?.none),
             ("empty array", [Int]()), ("long array", Array(repeating: "x", count: 130)),
+            ("long map in key order", LongSortedMap()), ("long map out of order", LongSortedMap(reversed: true)),
         ]
         for (name, value) in values {
             let result = try compare(value)
@@ -212,5 +213,23 @@ struct BinaryStreamEncoderTests {
         #expect(try BinaryPayloadCodec().encode(OneInt()) == [0xB1, 8, 1, 6] + Array("amount".utf8) + [3, 14])
         // Keys in order: "a" (zigzag(2) = 4) before "b" (zigzag(1) = 2), whatever the declaration order.
         #expect(try BinaryPayloadCodec().encode(BA()) == [0xB1, 8, 2, 1, 0x61, 3, 4, 1, 0x62, 3, 2])
+    }
+}
+
+/// A keyed container of 150 entries (a count of two bytes), written in key order or reversed.
+private struct LongSortedMap: Encodable {
+    var reversed = false
+    struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        let indices = reversed ? Array((0..<150).reversed()) : Array(0..<150)
+        for index in indices {
+            try container.encode(index, forKey: Key(stringValue: "k" + String(1000 + index)))
+        }
     }
 }
