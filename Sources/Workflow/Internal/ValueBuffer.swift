@@ -5,7 +5,7 @@
 /// `Array<Element>` there asks the Swift runtime for the metadata of that array type (a hash
 /// lookup), which cost a third of a one-node action. The buffer reaches its elements through a
 /// pointer whose element type comes from the instance itself, so appending, visiting and
-/// emptying cost no lookups. Also the host's first-in-first-out queue (``popFirst()``): popping
+/// emptying cost no lookups. Also the host's first-in-first-out queue (``popFirst(into:)``): popping
 /// moves the element out and moves nothing else. Drainer-only, like the rest of the runtime's
 /// state; the queue is touched only under the inbox's lock.
 final class ValueBuffer<Element> {
@@ -49,18 +49,6 @@ final class ValueBuffer<Element> {
         }
         head = 0
         end = live
-    }
-
-    /// Removes and returns the oldest element.
-    func popFirst() -> Element? {
-        guard head < end else { return nil }
-        let element = (base + head).move()
-        head += 1
-        if head == end {
-            head = 0
-            end = 0
-        }
-        return element
     }
 
     /// Moves the oldest element into `slot` (uninitialised) and returns `true`, or returns
