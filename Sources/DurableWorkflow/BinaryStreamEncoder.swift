@@ -93,12 +93,19 @@ extension BinaryEncoding {
             let kept = Unmanaged.passRetained(encoder)
             if first.compareExchange(expected: nil, desired: kept, ordering: .releasing).exchanged { return }
             if second.compareExchange(expected: nil, desired: kept, ordering: .releasing).exchanged { return }
+            encoder.forgetContainers()
             kept.release()
         }
 
         deinit {
-            first.load(ordering: .acquiring)?.release()
-            second.load(ordering: .acquiring)?.release()
+            Self.drop(first.load(ordering: .acquiring))
+            Self.drop(second.load(ordering: .acquiring))
+        }
+
+        private static func drop(_ kept: Unmanaged<StreamEncoder>?) {
+            guard let kept else { return }
+            kept.takeUnretainedValue().forgetContainers()
+            kept.release()
         }
     }
 
@@ -129,6 +136,10 @@ extension BinaryEncoding {
         @exclusivity(unchecked) private var entries: [(key: String, start: Int)] = []
         @exclusivity(unchecked) private var nextFrameID = 0
         @exclusivity(unchecked) private var scratch: [UInt8] = []
+        /// The keyed container last handed out for each of the first frames, kept for the next
+        /// value of the same type in the same frame (see ``container(keyedBy:)``). Each holds
+        /// this encoder, so ``forgetContainers()`` must run before the encoder is dropped.
+        @exclusivity(unchecked) private var keyedContainers: [KeptContainer] = []
 
         struct Frame {
             enum Kind { case pending, keyed, unkeyed, single }
@@ -145,6 +156,16 @@ extension BinaryEncoding {
             /// Elements written (arrays), or 1 once a single value is written.
             var count = 0
         }
+
+        /// A keyed container's box (the one reference a `KeyedEncodingContainer` holds) and the
+        /// `CodingKey` type it was made for.
+        struct KeptContainer {
+            var keyType: ObjectIdentifier
+            var box: AnyObject
+        }
+
+        /// Frames below this id keep their keyed container.
+        static let keptFrames = 8
 
         var codingPath: [any CodingKey] { frames.compactMap(\.key) }
         var userInfo: [CodingUserInfoKey: Any] { [:] }
@@ -314,8 +335,42 @@ extension BinaryEncoding {
 
         // MARK: Encoder
 
+        /// A keyed container holds nothing but this encoder and its frame id, so the one handed
+        /// out for a frame id and key type serves every later value of that type in that frame.
+        /// Reusing it skips making one: two generic metadata lookups (our container, the standard
+        /// library's box around it) and a box allocated and freed, a third of a small value's
+        /// encoding.
         func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-            KeyedEncodingContainer(StreamKeyedContainer<Key>(stream: self, frame: valueFrame(as: .keyed) ?? -1))
+            let frame = valueFrame(as: .keyed) ?? -1
+            let keyType = ObjectIdentifier(type)
+            if frame >= 0, frame < keyedContainers.count, keyedContainers[frame].keyType == keyType {
+                return unsafeBitCast(keyedContainers[frame].box, to: KeyedEncodingContainer<Key>.self)
+            }
+            let container = KeyedEncodingContainer(StreamKeyedContainer<Key>(stream: self, frame: frame))
+            if frame >= 0, frame < Self.keptFrames, Self.containerIsItsBox {
+                let kept = KeptContainer(keyType: keyType, box: unsafeBitCast(container, to: AnyObject.self))
+                while keyedContainers.count <= frame { keyedContainers.append(kept) }
+                keyedContainers[frame] = kept
+            }
+            return container
+        }
+
+        /// Whether a `KeyedEncodingContainer` is nothing but one reference to the box around the
+        /// container it was made from, so that the box can be kept and the container remade from
+        /// it. True of every standard library so far, but its layout is not public: this checks
+        /// it once per process, through reflection, before any bits are reinterpreted.
+        static let containerIsItsBox: Bool = {
+            enum ProbeKey: CodingKey { case probe }
+            let container = KeyedEncodingContainer(StreamKeyedContainer<ProbeKey>(stream: StreamEncoder(), frame: -1))
+            let fields = Array(Mirror(reflecting: container).children)
+            guard fields.count == 1, MemoryLayout<KeyedEncodingContainer<ProbeKey>>.size == MemoryLayout<AnyObject>.size,
+                type(of: fields[0].value) is AnyClass else { return false }
+            return unsafeBitCast(container, to: AnyObject.self) === (fields[0].value as AnyObject)
+        }()
+
+        /// Drops the kept containers, which hold this encoder: called before it is dropped.
+        func forgetContainers() {
+            keyedContainers.removeAll()
         }
 
         func unkeyedContainer() -> any UnkeyedEncodingContainer {

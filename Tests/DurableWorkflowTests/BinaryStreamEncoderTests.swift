@@ -43,6 +43,12 @@ private struct Deep: Codable {
     var text = "héllo, wörld \u{1F600}"
 }
 
+/// One key type in several frames at once: a node's children are nodes.
+private struct TreeNode: Codable {
+    var value: Int
+    var children: [TreeNode] = []
+}
+
 /// A value whose `encode(to:)` writes no container at all.
 private struct Silent: Encodable {
     func encode(to encoder: any Encoder) throws {}
@@ -183,6 +189,42 @@ struct BinaryStreamEncoderTests {
             #expect(result.streamed, "\(name) fell back to the tree")
             #expect(result.same, "\(name) encoded differently")
         }
+    }
+
+    @Test("keyed containers kept from earlier values write the same bytes for later ones, of the same type or another")
+    func keptContainers() throws {
+        #expect(BinaryEncoding.StreamEncoder.containerIsItsBox, "this toolchain's keyed containers are not kept")
+        // Each value meets containers kept by the ones before it: the same key type in the same
+        // frame, another key type there, and frames past the kept ones (Deep's arrays).
+        let values: [(String, any Encodable)] = [
+            ("one field", OneInt()), ("other keys", BA()), ("one field again", OneInt(amount: -2)),
+            ("everything nested", Deep()), ("everything nested again", Deep()), ("reordered keys", Unordered()),
+            ("fell back", Interleaved()), ("one field after a fallback", OneInt(amount: 99)),
+            ("one key type in nested frames", TreeNode(value: 1, children: [
+                TreeNode(value: 2), TreeNode(value: 3, children: [TreeNode(value: 4, children: [TreeNode(value: 5)])]),
+            ])),
+        ]
+        for _ in 0..<2 {
+            for (name, value) in values {
+                let result = try compare(value)
+                #expect(result.same, "\(name) encoded differently")
+                #expect(result.streamed == !(value is Interleaved), "\(name) streamed: \(result.streamed)")
+            }
+        }
+    }
+
+    @Test("a pool frees its encoders, though their kept containers point back at them")
+    func keptContainersAreFreed() throws {
+        weak var kept: BinaryEncoding.StreamEncoder?
+        do {
+            let pool = BinaryEncoding.StreamEncoderPool()
+            var bytes: [UInt8] = []
+            #expect(try BinaryEncoding.stream(Deep(), onto: &bytes, encoders: pool))
+            let encoder = pool.take()
+            kept = encoder
+            pool.giveBack(encoder)
+        }
+        #expect(kept == nil, "the encoder and its containers keep each other alive")
     }
 
     @Test("hands values it cannot follow to the tree, which writes them as before")
