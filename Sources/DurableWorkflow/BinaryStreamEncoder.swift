@@ -5,7 +5,8 @@ extension BinaryEncoding {
     /// and writing that, without the tree: no object per container or nested value, no copy of
     /// each string. Returns `false`, with `out` as it was, when the value used its containers in
     /// an order a stream cannot follow (a super encoder; a container written to after a later
-    /// sibling was; two kinds of container for one value); the caller then builds the tree.
+    /// sibling was; two kinds of container for one value) or asked for its coding path; the
+    /// caller then builds the tree.
     static func stream<T: Encodable>(_ value: T, onto out: inout [UInt8], encoders: StreamEncoderPool) throws -> Bool {
         if writePrimitive(value, to: &out) { return true }
         let start = out.count
@@ -14,7 +15,7 @@ extension BinaryEncoding {
         swap(&stream.bytes, &out)
         defer { swap(&stream.bytes, &out) }
         do {
-            try stream.encodeValue(value, key: nil)
+            try stream.encodeValue(value)
         } catch {
             stream.bytes.removeSubrange(start...)
             if stream.abandoned { return false }
@@ -149,8 +150,6 @@ extension BinaryEncoding {
             let start: Int
             /// A value's own frame; `false` for a nested container.
             let isValue: Bool
-            /// The key the value or container was encoded under (for `codingPath`).
-            let key: (any CodingKey)?
             /// The frame's first entry in `entries` (maps).
             let firstEntry: Int
             /// Elements written (arrays), or 1 once a single value is written.
@@ -167,7 +166,13 @@ extension BinaryEncoding {
         /// Frames below this id keep their keyed container.
         static let keptFrames = 8
 
-        var codingPath: [any CodingKey] { frames.compactMap(\.key) }
+        /// Not tracked: keeping each frame's key cost a sixth of a small value's encoding, and
+        /// few values ask. A value that asks is handed to the tree, which knows its path (the
+        /// stream's bytes are discarded, so the answer given here is never used).
+        var codingPath: [any CodingKey] {
+            _ = abandon()
+            return []
+        }
         var userInfo: [CodingUserInfoKey: Any] { [:] }
 
         func abandon() -> StreamAbandoned {
@@ -177,11 +182,11 @@ extension BinaryEncoding {
 
         // MARK: Values
 
-        func encodeValue<T: Encodable>(_ value: T, key: (any CodingKey)?) throws {
+        func encodeValue<T: Encodable>(_ value: T) throws {
             if BinaryEncoding.writePrimitive(value, to: &bytes) { return }
             let id = nextFrameID
             nextFrameID += 1
-            frames.append(Frame(kind: .pending, id: id, start: bytes.count, isValue: true, key: key, firstEntry: entries.count))
+            frames.append(Frame(kind: .pending, id: id, start: bytes.count, isValue: true, firstEntry: entries.count))
             try value.encode(to: self)
             guard !abandoned, let index = frames.lastIndex(where: { $0.id == id }) else { throw abandon() }
             while frames.count > index { finishTop() }
@@ -237,10 +242,10 @@ extension BinaryEncoding {
         }
 
         /// Opens a nested container as the innermost frame.
-        func push(_ kind: Frame.Kind, key: (any CodingKey)?) -> Int {
+        func push(_ kind: Frame.Kind) -> Int {
             let id = nextFrameID
             nextFrameID += 1
-            frames.append(Frame(kind: kind, id: id, start: bytes.count, isValue: false, key: key, firstEntry: entries.count))
+            frames.append(Frame(kind: kind, id: id, start: bytes.count, isValue: false, firstEntry: entries.count))
             bytes.append(kind == .keyed ? BinaryTag.map.rawValue : BinaryTag.array.rawValue)
             bytes.append(0)  // the count, set when the frame is finished
             return id
@@ -409,21 +414,21 @@ extension BinaryEncoding {
         mutating func encode(_ value: UInt64, forKey key: Key) throws { try stream.beginEntry(frame, key: key.stringValue); stream.writeUInt(value) }
         mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
             try stream.beginEntry(frame, key: key.stringValue)
-            try stream.encodeValue(value, key: key)
+            try stream.encodeValue(value)
         }
 
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
             guard (try? stream.beginEntry(frame, key: key.stringValue)) != nil else {
                 return KeyedEncodingContainer(StreamKeyedContainer<NestedKey>(stream: stream, frame: -1))
             }
-            return KeyedEncodingContainer(StreamKeyedContainer<NestedKey>(stream: stream, frame: stream.push(.keyed, key: key)))
+            return KeyedEncodingContainer(StreamKeyedContainer<NestedKey>(stream: stream, frame: stream.push(.keyed)))
         }
 
         mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
             guard (try? stream.beginEntry(frame, key: key.stringValue)) != nil else {
                 return StreamUnkeyedContainer(stream: stream, frame: -1)
             }
-            return StreamUnkeyedContainer(stream: stream, frame: stream.push(.unkeyed, key: key))
+            return StreamUnkeyedContainer(stream: stream, frame: stream.push(.unkeyed))
         }
 
         mutating func superEncoder() -> any Encoder {
@@ -460,19 +465,19 @@ extension BinaryEncoding {
         mutating func encode(_ value: UInt64) throws { try stream.beginElement(frame); stream.writeUInt(value) }
         mutating func encode<T: Encodable>(_ value: T) throws {
             try stream.beginElement(frame)
-            try stream.encodeValue(value, key: nil)
+            try stream.encodeValue(value)
         }
 
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
             guard (try? stream.beginElement(frame)) != nil else {
                 return KeyedEncodingContainer(StreamKeyedContainer<NestedKey>(stream: stream, frame: -1))
             }
-            return KeyedEncodingContainer(StreamKeyedContainer<NestedKey>(stream: stream, frame: stream.push(.keyed, key: nil)))
+            return KeyedEncodingContainer(StreamKeyedContainer<NestedKey>(stream: stream, frame: stream.push(.keyed)))
         }
 
         mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
             guard (try? stream.beginElement(frame)) != nil else { return StreamUnkeyedContainer(stream: stream, frame: -1) }
-            return StreamUnkeyedContainer(stream: stream, frame: stream.push(.unkeyed, key: nil))
+            return StreamUnkeyedContainer(stream: stream, frame: stream.push(.unkeyed))
         }
 
         mutating func superEncoder() -> any Encoder {
@@ -503,7 +508,7 @@ extension BinaryEncoding {
         func encode(_ value: UInt64) throws { try stream.beginSingle(frame); stream.writeUInt(value) }
         func encode<T: Encodable>(_ value: T) throws {
             try stream.beginSingle(frame)
-            try stream.encodeValue(value, key: nil)
+            try stream.encodeValue(value)
         }
     }
 }

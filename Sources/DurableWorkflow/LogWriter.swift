@@ -219,9 +219,10 @@ final class LogWriter: Sendable {
                                     targetBytes = LogEntry.targetBytes(
                                         nodePath: target!.nodePath, actionTag: target!.actionTag, actionVersion: target!.actionVersion)
                                 }
-                                try self.write(pending, target: target!, targetBytes: targetBytes, codec: codec, payload: &payload,
-                                               cursor: cursor, key: key, atEnd: &atEnd)
-                                if observed { written.append(pending.entry(target: target!, payload: payload)) }
+                                let start = try self.write(
+                                    pending, target: target!, targetBytes: targetBytes, codec: codec, payload: &payload,
+                                    cursor: cursor, key: key, atEnd: &atEnd)
+                                if observed { written.append(pending.entry(target: target!, payload: Array(payload[start...]))) }
                             }
                         }
                     }
@@ -254,15 +255,19 @@ final class LogWriter: Sendable {
         }
     }
 
-    /// Encodes `pending`'s payload into `payload` and writes its record in space reserved in the map:
-    /// appended (`MDB_APPEND`: no search from the root) while `atEnd` (nothing follows the
-    /// instance's entries in the log, as for the newest instance once its index state is lifted
-    /// off), else inserted; an append that finds a later key clears `atEnd`.
+    /// Encodes `pending`'s payload onto the end of `payload` and writes its record in space reserved
+    /// in the map: appended (`MDB_APPEND`: no search from the root) while `atEnd` (nothing follows
+    /// the instance's entries in the log, as for the newest instance once its index state is
+    /// lifted off), else inserted; an append that finds a later key clears `atEnd`. Returns where
+    /// in `payload` the entry's payload starts.
     private func write(
         _ pending: PendingEntry, target: EntryTarget, targetBytes: [UInt8], codec: any PayloadCodec, payload: inout [UInt8],
         cursor: borrowing Cursor<LogKey, [UInt8], ReadWrite>, key: UInt64, atEnd: inout Bool
-    ) throws {
-        payload.removeAll(keepingCapacity: true)
+    ) throws -> Int {
+        // Payloads go one after another, and the buffer is emptied once it holds 64 KiB:
+        // emptying it for every entry cost a fortieth of a small action's commit.
+        if payload.count >= 1 << 16 { payload.removeAll(keepingCapacity: true) }
+        let start = payload.count
         do {
             try pending.appendPayload(encoding: target.encoding, codec: codec, to: &payload)
         } catch {
@@ -270,7 +275,7 @@ final class LogWriter: Sendable {
                                actionTag: target.actionTag, nodePath: target.nodePath.description,
                                detail: "the action could not be encoded: \(error)")
         }
-        let size = LogEntry.recordSize(targetCount: targetBytes.count, payloadCount: payload.count, hasDigest: pending.digest != nil)
+        let size = LogEntry.recordSize(targetCount: targetBytes.count, payloadCount: payload.count - start, hasDigest: pending.digest != nil)
         var keyBytes = LogKey.bytes(instance: key, sequence: pending.sequence)
         let space = try withUnsafeBytes(of: &keyBytes) { keyBytes throws(LMDBError) in
             if atEnd, let space = try cursor.reserve(size, forKeyBytes: keyBytes, append: true) { return space }
@@ -281,10 +286,11 @@ final class LogWriter: Sendable {
             payload.withUnsafeBytes { payload in
                 LogEntry.writeRecord(
                     into: space.baseAddress!, sequence: pending.sequence, time: pending.time, origin: pending.origin,
-                    target: targetBytes, payload: payload, digest: pending.digest)
+                    target: targetBytes, payload: UnsafeRawBufferPointer(rebasing: payload[start...]), digest: pending.digest)
             }
         }
         precondition(count == size, "log entry size miscounted")
+        return start
     }
 
     private func inUse(by other: InstanceOwner, at sequence: UInt64) -> DurableError {

@@ -145,6 +145,30 @@ private struct Swallows: Encodable {
     }
 }
 
+/// Writes the coding path it is encoded at, which the stream does not track.
+private struct PathEcho: Encodable {
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(encoder.codingPath.map(\.stringValue).joined(separator: "."))
+    }
+}
+
+private struct PathAware: Encodable {
+    var outer = [PathEcho(), PathEcho()]
+    var inner = PathEcho()
+}
+
+/// Throws an error naming where it was encoded, as `Codable` conventions ask.
+private struct RefusesAtPath: Encodable {
+    struct Inner: Encodable {
+        func encode(to encoder: any Encoder) throws {
+            throw EncodingError.invalidValue(0, .init(codingPath: encoder.codingPath, debugDescription: "refused"))
+        }
+    }
+    var a = 1
+    var refused = Inner()
+}
+
 private struct Failing: Encodable {
     struct Refused: Error {}
     enum Keys: String, CodingKey { case a }
@@ -232,6 +256,7 @@ struct BinaryStreamEncoderTests {
         let values: [(String, any Encodable)] = [
             ("super encoder", Derived()), ("write to a finished nested container", Interleaved()),
             ("two kinds of container", TwoKinds()), ("a value that swallows the stream's error", Swallows()),
+            ("a value that writes its coding path", PathAware()),
         ]
         let codec = BinaryPayloadCodec()
         for (name, value) in values {
@@ -247,6 +272,16 @@ struct BinaryStreamEncoderTests {
         var bytes: [UInt8] = [1, 2]
         #expect(throws: Failing.Refused.self) { try BinaryPayloadCodec().encode(Failing(), appendingTo: &bytes) }
         #expect(bytes == [1, 2])
+    }
+
+    @Test("an error thrown with the coding path names the path the tree knows")
+    func errorPath() throws {
+        #expect {
+            try BinaryPayloadCodec().encode(RefusesAtPath())
+        } throws: { error in
+            guard case EncodingError.invalidValue(_, let context) = error else { return false }
+            return context.codingPath.map(\.stringValue) == ["refused"]
+        }
     }
 
     @Test("the bytes of a small action are fixed: logs and digests written before the stream still verify")
