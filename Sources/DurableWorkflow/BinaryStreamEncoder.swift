@@ -124,7 +124,8 @@ extension BinaryEncoding {
     // @unchecked Sendable, only so a ``StreamEncoderPool`` can keep it between encodings: an
     // encoder is reachable only from the pool (in one of its atomic slots) or from the one `stream` call
     // that took it, which uses it on its own thread and gives it back when done; the containers it
-    // hands out live only during that call (`Encodable` values may not keep them). So no two
+    // hands out are used only during that call (`Encodable` values may not keep them), and those
+    // it keeps for reuse are reachable only through the encoder itself. So no two
     // threads ever touch one at once, and a hand-over goes through a slot's releasing store and
     // acquiring exchange, which order the encoder's writes before the next user's reads.
     final class StreamEncoder: Encoder, @unchecked Sendable {
@@ -157,10 +158,14 @@ extension BinaryEncoding {
         }
 
         /// A keyed container's box (the one reference a `KeyedEncodingContainer` holds) and the
-        /// `CodingKey` type it was made for.
+        /// `CodingKey` type it was made for; `nil` for a frame id with no container kept yet.
         struct KeptContainer {
             var keyType: ObjectIdentifier
-            var box: AnyObject
+            var box: AnyObject?
+
+            /// Matches no key type a value can use.
+            static var none: KeptContainer { KeptContainer(keyType: ObjectIdentifier(NoKey.self), box: nil) }
+            private enum NoKey {}
         }
 
         /// Frames below this id keep their keyed container.
@@ -348,14 +353,14 @@ extension BinaryEncoding {
         func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
             let frame = valueFrame(as: .keyed) ?? -1
             let keyType = ObjectIdentifier(type)
-            if frame >= 0, frame < keyedContainers.count, keyedContainers[frame].keyType == keyType {
-                return unsafeBitCast(keyedContainers[frame].box, to: KeyedEncodingContainer<Key>.self)
+            if frame >= 0, frame < keyedContainers.count, keyedContainers[frame].keyType == keyType,
+               let box = keyedContainers[frame].box {
+                return unsafeBitCast(box, to: KeyedEncodingContainer<Key>.self)
             }
             let container = KeyedEncodingContainer(StreamKeyedContainer<Key>(stream: self, frame: frame))
             if frame >= 0, frame < Self.keptFrames, Self.containerIsItsBox {
-                let kept = KeptContainer(keyType: keyType, box: unsafeBitCast(container, to: AnyObject.self))
-                while keyedContainers.count <= frame { keyedContainers.append(kept) }
-                keyedContainers[frame] = kept
+                while keyedContainers.count <= frame { keyedContainers.append(.none) }
+                keyedContainers[frame] = KeptContainer(keyType: keyType, box: unsafeBitCast(container, to: AnyObject.self))
             }
             return container
         }

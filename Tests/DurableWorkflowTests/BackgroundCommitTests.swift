@@ -29,6 +29,13 @@ private final class CommitGate: DurableObserver {
     func open() { opened.signal() }
 }
 
+/// Every entry a durable observer is told was appended, in order.
+private final class AppendedEntries: DurableObserver {
+    private let entries = Mutex<[LogEntry]>([])
+    var all: [LogEntry] { entries.withLock { $0 } }
+    func didAppend(_ entry: LogEntry, instance: String) { entries.withLock { $0.append(entry) } }
+}
+
 /// A counter whose root emits each new count as an output and, once the count reaches 2, runs a
 /// side effect: consequences that must wait for their entry's commit.
 private struct Announcer: Workflow, Codable, Sendable {
@@ -172,6 +179,29 @@ struct BackgroundCommitTests {
         await host.flush()
         #expect(host.rendering.state.count == 150)
         await host.stopAndWait()
+    }
+
+    @Test("an observer is told of each entry a group commit writes, exactly as it is in the log")
+    func observerSeesAppendedEntries() async throws {
+        let dir = TemporaryDirectory("background-observed")
+        let store = try WorkflowStore.open(path: dir.path)
+        let appended = AppendedEntries()
+        var configuration = counterConfiguration(.grouped(maxBatch: 16, maxDelay: .seconds(3600)))
+        configuration.observers = [appended]
+        let host = try store.start(DurableCounter(), id: "o", configuration: configuration)
+        let sink = host.rendering.sink
+        // Amounts of one to nine bytes, so the entries of one commit have payloads of many lengths
+        // (each odd one takes back the even one before it).
+        for index in 0..<100 { sink.send(.init(amount: (index % 2 == 0 ? 1 : -1) << (index / 2 % 60))) }
+        await host.flush()
+        await host.stopAndWait()
+        // The start's props entry is written by `start`, before the host and its observers run.
+        let logged = try store.entries(of: "o", from: 2)
+        #expect(logged.count == 100)
+        let seen = appended.all
+        #expect(seen.count == logged.count)
+        #expect(seen.map(\.sequence) == logged.map(\.sequence))
+        #expect(seen == logged, "an observed entry differs from the logged one (payload, digest, target)")
     }
 
     @Test("stopping a host whose batch is being committed waits for that commit and commits the rest")

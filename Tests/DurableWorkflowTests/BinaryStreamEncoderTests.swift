@@ -219,8 +219,10 @@ struct BinaryStreamEncoderTests {
     func keptContainers() throws {
         #expect(BinaryEncoding.StreamEncoder.containerIsItsBox, "this toolchain's keyed containers are not kept")
         // Each value meets containers kept by the ones before it: the same key type in the same
-        // frame, another key type there, and frames past the kept ones (Deep's arrays).
+        // frame, another key type there, an earlier frame than the first kept, and frames past
+        // the kept ones (Deep's arrays).
         let values: [(String, any Encodable)] = [
+            ("one field in an array (kept for frame 1 first)", [OneInt()]),
             ("one field", OneInt()), ("other keys", BA()), ("one field again", OneInt(amount: -2)),
             ("everything nested", Deep()), ("everything nested again", Deep()), ("reordered keys", Unordered()),
             ("fell back", Interleaved()), ("one field after a fallback", OneInt(amount: 99)),
