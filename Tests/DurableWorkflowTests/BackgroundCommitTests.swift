@@ -29,6 +29,16 @@ private final class CommitGate: DurableObserver {
     func open() { opened.signal() }
 }
 
+/// Starts a `DurableCounter` whose group commits hold up to `maxBatch` entries (no timed commit),
+/// watched by `observer`.
+private func startGroupedCounter(
+    in store: WorkflowStore, id: String, maxBatch: Int, observer: any DurableObserver
+) throws -> WorkflowHost<DurableCounter> {
+    var configuration = counterConfiguration(.grouped(maxBatch: maxBatch, maxDelay: .seconds(3600)))
+    configuration.observers = [observer]
+    return try store.start(DurableCounter(), id: id, configuration: configuration)
+}
+
 /// Every entry a durable observer is told was appended, in order.
 private final class AppendedEntries: DurableObserver {
     private let entries = Mutex<[LogEntry]>([])
@@ -186,9 +196,7 @@ struct BackgroundCommitTests {
         let dir = TemporaryDirectory("background-observed")
         let store = try WorkflowStore.open(path: dir.path)
         let appended = AppendedEntries()
-        var configuration = counterConfiguration(.grouped(maxBatch: 16, maxDelay: .seconds(3600)))
-        configuration.observers = [appended]
-        let host = try store.start(DurableCounter(), id: "o", configuration: configuration)
+        let host = try startGroupedCounter(in: store, id: "o", maxBatch: 16, observer: appended)
         let sink = host.rendering.sink
         // Amounts of one to nine bytes, so the entries of one commit have payloads of many lengths
         // (each odd one takes back the even one before it).
@@ -209,9 +217,7 @@ struct BackgroundCommitTests {
         let dir = TemporaryDirectory("background-stop")
         let store = try WorkflowStore.open(path: dir.path)
         let gate = CommitGate()
-        var configuration = counterConfiguration(.grouped(maxBatch: 4, maxDelay: .seconds(3600)))
-        configuration.observers = [gate]
-        let host = try store.start(DurableCounter(), id: "s", configuration: configuration)
+        let host = try startGroupedCounter(in: store, id: "s", maxBatch: 4, observer: gate)
         let sink = host.rendering.sink
         for _ in 0..<6 { sink.send(.init(amount: 1)) }
         #expect(gate.waitUntilHeld())
