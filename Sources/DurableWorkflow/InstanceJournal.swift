@@ -96,9 +96,12 @@ final class InstanceJournal: RuntimeJournal {
         if pending.isEmpty { return progressWithNothingPending }
         if urgency == .whenDue, delay > .zero {
             if scheduledCommit == nil {
-                scheduledCommit = Task.detached {
+                // Holds the host weakly: a cancelled task ends only once the cooperative pool runs
+                // it, and until then it kept a stopped host, and so its store, alive (a host that
+                // goes away unstopped commits what is pending as it stops).
+                scheduledCommit = Task.detached { [weak listener] in
                     do { try await Task.sleep(for: delay) } catch { return }
-                    listener.journalWantsCommit()
+                    listener?.journalWantsCommit()
                 }
             }
             return .held

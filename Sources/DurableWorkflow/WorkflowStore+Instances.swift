@@ -14,6 +14,7 @@ extension WorkflowStore {
             sequence: 1, time: now, origin: .props, nodePath: Self.rootPath(of: W.self), actionTag: LogEntry.propsTag,
             actionVersion: 1, payload: props, digest: nil)
         let layout = self.layout, store = path
+        let started = ContinuousClock.now
         let record: InstanceRecord = try storageCall(instance: id) {
             try environment.write { txn in
                 if try txn.contains(id, in: layout.instances) {
@@ -30,6 +31,12 @@ extension WorkflowStore {
                 try txn.put(record.encodedStatic(), forKey: id, in: layout.instances)
                 return record
             }
+        }
+        // The props entry is the instance's first commit: observers hear of it like any other.
+        let duration = ContinuousClock.now - started
+        for observer in configuration.observers {
+            observer.didAppend(entry, instance: id)
+            observer.didCommit(instance: id, batchSize: 1, lastSequence: 1, duration: duration)
         }
         let journal = InstanceJournal(store: self, instanceID: id, record: record, configuration: configuration)
         return try WorkflowHost(workflow: workflow, configuration: configuration.host, journal: journal, initialSequence: 1)

@@ -49,6 +49,10 @@ public final class WorkflowStore: Sendable {
     }
 
     /// Opens (or creates) the store at `path`, checking its format version.
+    ///
+    /// A path this process already has open is shared with the same configuration, and is a
+    /// storage error with another one until every reference to the open store is gone (a
+    /// stopped host's commit and drain threads drop theirs moments after it stops).
     public static func open(path: String, configuration: StoreConfiguration = StoreConfiguration()) throws(DurableError) -> WorkflowStore {
         do {
             let environment = try Environment.open(path: path, configuration: configuration.environment)

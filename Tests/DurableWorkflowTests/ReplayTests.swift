@@ -190,6 +190,7 @@ struct SnapshotOnDemandTests {
         #expect(host.rendering.state.count == 201)
         #expect(try store.verify(id: "s", as: DurableCounter.self, configuration: configuration).isConsistent)
         let events = Probe.events(probe)
+        #expect(events.first == "commit 1 ->1", "the start's props entry is the first commit observed")
         #expect(events.contains("commit 1 ->2"))
         #expect(events.contains("replay 3..3"))
         #expect(events.contains("replay 4..4"))
