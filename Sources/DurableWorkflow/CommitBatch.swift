@@ -2,38 +2,21 @@ import Workflow
 
 /// An entry recorded by the host and not yet committed. An action's payload is encoded when its
 /// commit is written (on the committing thread for a group commit), so the host's thread only
-/// records what was applied. An entry holds no object of its own to retain: what its batch's
-/// entries share (the node path, the action's tag and encoding) is in the batch's `targets`.
+/// records what was applied. An entry is plain data, copied without touching any object: what
+/// its batch's entries share (the node path, the action's tag and encoding) is in the batch's
+/// `targets`, and the action it logs is in the batch's arena (an encoded payload in `payloads`).
 struct PendingEntry: Sendable {
-    /// What the entry's payload is made from.
-    enum Content: Sendable {
-        /// An applied action, encoded by its target's `encoding`.
-        case action(any WorkflowAction)
-        /// An already encoded payload (root props).
-        case payload([UInt8])
-    }
-
     let sequence: UInt64
     let time: WallTime
     let origin: ActionOrigin
     /// The index of the entry's ``EntryTarget`` in its batch.
     let target: Int
-    let content: Content
+    /// The address of the entry's action in its batch's arena, or the index of its payload in
+    /// the batch's `payloads` when `isEncoded`.
+    let content: UInt
+    /// Whether the entry logs an already encoded payload (root props), not an action.
+    let isEncoded: Bool
     var digest: UInt64?
-
-    /// Appends the entry's payload, encoded with `codec`, to `bytes`.
-    func appendPayload(encoding: (any ValueEncoding.Type)?, codec: any PayloadCodec, to bytes: inout [UInt8]) throws {
-        switch content {
-        case .payload(let payload): bytes.append(contentsOf: payload)
-        case .action(let action): try Self.encode(action, with: encoding!, codec: codec, to: &bytes)
-        }
-    }
-
-    private static func encode<A: WorkflowAction>(
-        _ action: A, with encoding: any ValueEncoding.Type, codec: any PayloadCodec, to bytes: inout [UInt8]
-    ) throws {
-        try withUnsafePointer(to: action) { try encoding.encode(UnsafeRawPointer($0), codec: codec, into: &bytes) }
-    }
 
     /// The log entry, aimed at `target`, with `payload`.
     func entry(target: EntryTarget, payload: [UInt8]) -> LogEntry {
@@ -60,6 +43,10 @@ struct EntryTarget: Sendable {
 struct CommitBatch: Sendable {
     private(set) var entries: [PendingEntry] = []
     private(set) var targets: [EntryTarget] = []
+    /// The applied actions, unboxed, read in place by the writer.
+    private let actions: ActionArena
+    /// The already encoded payloads (root props).
+    private var payloads: [[UInt8]] = []
     var snapshots: [Snapshot] = []
     var attachments: [any CommitAttachment] = []
     /// The last target's path storage and action encoding, for the common case of `targetIndex`.
@@ -71,21 +58,36 @@ struct CommitBatch: Sendable {
     /// An empty batch with room for `capacity` entries.
     init(capacity: Int = 0) {
         entries.reserveCapacity(capacity)
+        actions = ActionArena(expected: capacity)
     }
 
     /// Appends an applied action's entry.
-    mutating func append(
-        _ action: any WorkflowAction, encoder: EncoderCache.ActionEncoder, at path: NodePath, sequence: UInt64,
+    mutating func append<A: WorkflowAction>(
+        _ action: A, encoder: EncoderCache.ActionEncoder, at path: NodePath, sequence: UInt64,
         origin: ActionOrigin, time: WallTime
     ) {
         let target = targetIndex(path: path, tag: encoder.tag, version: encoder.version, encoding: encoder.encoding)
-        entries.append(PendingEntry(sequence: sequence, time: time, origin: origin, target: target, content: .action(action)))
+        let address = UInt(bitPattern: actions.store(action))
+        entries.append(PendingEntry(sequence: sequence, time: time, origin: origin, target: target, content: address, isEncoded: false))
     }
 
     /// Appends an entry whose payload is already encoded.
     mutating func append(payload: [UInt8], tag: String, version: Int, at path: NodePath, sequence: UInt64, origin: ActionOrigin, time: WallTime) {
         let target = targetIndex(path: path, tag: tag, version: version, encoding: nil)
-        entries.append(PendingEntry(sequence: sequence, time: time, origin: origin, target: target, content: .payload(payload)))
+        entries.append(PendingEntry(
+            sequence: sequence, time: time, origin: origin, target: target, content: UInt(payloads.count), isEncoded: true))
+        payloads.append(payload)
+    }
+
+    /// Appends the payload of `entry` (one of this batch's), encoded with `codec` (and, for an
+    /// action, its target's `encoding`), to `bytes`.
+    func appendPayload(of entry: PendingEntry, encoding: (any ValueEncoding.Type)?, codec: any PayloadCodec, to bytes: inout [UInt8]) throws {
+        if entry.isEncoded {
+            bytes.append(contentsOf: payloads[Int(entry.content)])
+        } else {
+            // The arena this batch holds keeps the action at this address.
+            try encoding!.encode(UnsafeRawPointer(bitPattern: entry.content).unsafelyUnwrapped, codec: codec, into: &bytes)
+        }
     }
 
     /// Sets the digest of the last entry.

@@ -1,4 +1,5 @@
 import LMDB
+import Synchronization
 import Workflow
 
 /// The runtime's journal for one durable instance: turns applied actions into pending entries,
@@ -10,9 +11,9 @@ final class InstanceJournal: RuntimeJournal {
     let instanceID: String
     private let configuration: DurableConfiguration
     @exclusivity(unchecked) private var pending = CommitBatch()
-    /// The timer of a held group commit: it holds the runtime (its listener) until it fires, so it
-    /// is cancelled once the batch is committed some other way or the host stops.
-    private var scheduledCommit: Task<Void, Never>?
+    /// The timer of a held group commit, cancelled once the batch is committed some other way or
+    /// the host stops; and the reminder it will give, which lets go of the host when cancelled.
+    private var scheduledCommit: (task: Task<Void, Never>, reminder: CommitReminder)?
     private(set) var currentSequence: UInt64
     private let writer: LogWriter
     /// Each action type's encoder, found once.
@@ -96,13 +97,12 @@ final class InstanceJournal: RuntimeJournal {
         if pending.isEmpty { return progressWithNothingPending }
         if urgency == .whenDue, delay > .zero {
             if scheduledCommit == nil {
-                // Holds the host weakly: a cancelled task ends only once the cooperative pool runs
-                // it, and until then it kept a stopped host, and so its store, alive (a host that
-                // goes away unstopped commits what is pending as it stops).
-                scheduledCommit = Task.detached { [weak listener] in
+                let reminder = CommitReminder(listener)
+                let task = Task.detached {
                     do { try await Task.sleep(for: delay) } catch { return }
-                    listener?.journalWantsCommit()
+                    reminder.remind()
                 }
+                scheduledCommit = (task, reminder)
             }
             return .held
         }
@@ -151,7 +151,29 @@ final class InstanceJournal: RuntimeJournal {
     }
 
     private func cancelScheduledCommit() {
-        scheduledCommit?.cancel()
+        guard let scheduled = scheduledCommit else { return }
+        scheduled.reminder.cancel()
+        scheduled.task.cancel()
         scheduledCommit = nil
+    }
+}
+
+/// Tells the host that a held commit is due, unless cancelled first. Cancelling lets go of the
+/// host at once: a cancelled timer task ends only once the cooperative pool runs it, and until
+/// then it kept a stopped host, and so its store, alive. (Not a weak reference: one gives the
+/// host's runtime a side table, and every retain and release of it took the slow path.)
+private final class CommitReminder: Sendable {
+    private let listener: Mutex<(any JournalListener)?>
+
+    init(_ listener: any JournalListener) {
+        self.listener = Mutex(listener)
+    }
+
+    func remind() {
+        listener.withLock { $0 }?.journalWantsCommit()
+    }
+
+    func cancel() {
+        listener.withLock { $0 = nil }
     }
 }

@@ -206,24 +206,22 @@ final class LogWriter: Sendable {
                     var atEnd = try cursor.last().map { try $0.key(as: LogKey.self) == cached.stateKey } ?? false
                     if atEnd { try cursor.deleteCurrent() }
                     for batch in batches {
-                        try batch.entries.withUnsafeBufferPointer { entries in
-                            // Targets change rarely within a batch: each is copied out, and the
-                            // bytes naming it made, once.
-                            var targetIndex = -1
-                            var target: EntryTarget?
-                            var targetBytes: [UInt8] = []
-                            for pending in entries {
-                                if pending.target != targetIndex {
-                                    targetIndex = pending.target
-                                    target = batch.targets[targetIndex]
-                                    targetBytes = LogEntry.targetBytes(
-                                        nodePath: target!.nodePath, actionTag: target!.actionTag, actionVersion: target!.actionVersion)
-                                }
-                                let start = try self.write(
-                                    pending, target: target!, targetBytes: targetBytes, codec: codec, payload: &payload,
-                                    cursor: cursor, key: key, atEnd: &atEnd)
-                                if observed { written.append(pending.entry(target: target!, payload: Array(payload[start...]))) }
+                        // Targets change rarely within a batch: each is copied out, and the
+                        // bytes naming it made, once.
+                        var targetIndex = -1
+                        var target: EntryTarget?
+                        var targetBytes: [UInt8] = []
+                        for pending in batch.entries {
+                            if pending.target != targetIndex {
+                                targetIndex = pending.target
+                                target = batch.targets[targetIndex]
+                                targetBytes = LogEntry.targetBytes(
+                                    nodePath: target!.nodePath, actionTag: target!.actionTag, actionVersion: target!.actionVersion)
                             }
+                            let start = try self.write(
+                                pending, of: batch, target: target!, targetBytes: targetBytes, codec: codec, payload: &payload,
+                                cursor: cursor, key: key, atEnd: &atEnd)
+                            if observed { written.append(pending.entry(target: target!, payload: Array(payload[start...]))) }
                         }
                     }
                     let state = updated.encodedState()
@@ -261,7 +259,8 @@ final class LogWriter: Sendable {
     /// lifted off), else inserted; an append that finds a later key clears `atEnd`. Returns where
     /// in `payload` the entry's payload starts.
     private func write(
-        _ pending: PendingEntry, target: EntryTarget, targetBytes: [UInt8], codec: any PayloadCodec, payload: inout [UInt8],
+        _ pending: PendingEntry, of batch: borrowing CommitBatch, target: EntryTarget, targetBytes: [UInt8],
+        codec: any PayloadCodec, payload: inout [UInt8],
         cursor: borrowing Cursor<LogKey, [UInt8], ReadWrite>, key: UInt64, atEnd: inout Bool
     ) throws -> Int {
         // Payloads go one after another, and the buffer is emptied once it holds 64 KiB:
@@ -269,7 +268,7 @@ final class LogWriter: Sendable {
         if payload.count >= 1 << 16 { payload.removeAll(keepingCapacity: true) }
         let start = payload.count
         do {
-            try pending.appendPayload(encoding: target.encoding, codec: codec, to: &payload)
+            try batch.appendPayload(of: pending, encoding: target.encoding, codec: codec, to: &payload)
         } catch {
             throw DurableError(.notCodable, store: store.path, instance: instanceID, sequence: pending.sequence,
                                actionTag: target.actionTag, nodePath: target.nodePath.description,

@@ -1,0 +1,63 @@
+/// The actions of one commit batch, each stored unboxed, at its type's alignment, in chunks of
+/// memory that never move; freed (each value deinitialized first) with the arena. The host's
+/// thread stores an action as it records it; the writer reads it in place through its address to
+/// encode it. An action kept as an existential instead was boxed on the host's thread, and copied
+/// out, projected and destroyed on the writer's: together a tenth of a small action's commit.
+//
+// @unchecked Sendable, so that a batch holding its arena can be handed to the writer's thread:
+// an arena is written (`store`) only by the thread running its host, while its batch is the
+// journal's pending one; once the batch is handed off (through the log writer's mutex, or taken
+// by a commit on the host's own thread) the journal starts a new batch with a new arena, and the
+// old one is only read. The hand-off's lock orders every write before every read. The values
+// stored are actions, which are `Sendable`, so reading them on another thread is safe too.
+final class ActionArena: @unchecked Sendable {
+    private var chunks: [UnsafeMutableRawPointer] = []
+    /// The free space of the newest chunk.
+    private var next: UnsafeMutableRawPointer?
+    private var end: UnsafeMutableRawPointer?
+    /// Size of the first chunk, and of later ones.
+    private let firstChunk: Int
+    private let chunkSize: Int
+    /// Stored values whose type is not trivially destroyed, with that type.
+    private var toDeinitialize: [(address: UnsafeMutableRawPointer, type: Any.Type)] = []
+
+    /// An arena sized for about `expected` small actions at first, growing by `chunkSize` bytes
+    /// (or as much as a larger value needs).
+    init(expected: Int, chunkSize: Int = 16 << 10) {
+        self.chunkSize = chunkSize
+        firstChunk = min(chunkSize, max(256, expected * 32))
+    }
+
+    deinit {
+        for value in toDeinitialize { Self.deinitialize(value.address, as: value.type) }
+        for chunk in chunks { chunk.deallocate() }
+    }
+
+    /// Stores a copy of `value`; returns its address, valid while the arena lives.
+    func store<A>(_ value: A) -> UnsafeRawPointer {
+        let size = MemoryLayout<A>.size, alignment = MemoryLayout<A>.alignment
+        var address = next.map { Self.align($0, to: alignment) }
+        if address == nil || address! + size > end! {
+            let capacity = max(chunks.isEmpty ? firstChunk : chunkSize, size + alignment)
+            let chunk = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: max(alignment, 16))
+            chunks.append(chunk)
+            end = chunk + capacity
+            address = chunk
+        }
+        let slot = address!
+        slot.initializeMemory(as: A.self, to: value)
+        next = slot + size
+        if !_isPOD(A.self) { toDeinitialize.append((slot, A.self)) }
+        return UnsafeRawPointer(slot)
+    }
+
+    private static func align(_ pointer: UnsafeMutableRawPointer, to alignment: Int) -> UnsafeMutableRawPointer {
+        let bits = UInt(bitPattern: pointer), mask = UInt(alignment - 1)
+        return UnsafeMutableRawPointer(bitPattern: (bits + mask) & ~mask).unsafelyUnwrapped
+    }
+
+    private static func deinitialize(_ address: UnsafeMutableRawPointer, as type: Any.Type) {
+        func deinitialize<T>(_: T.Type) { address.assumingMemoryBound(to: T.self).deinitialize(count: 1) }
+        deinitialize(type)
+    }
+}

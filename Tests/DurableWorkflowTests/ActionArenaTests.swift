@@ -1,0 +1,82 @@
+@testable import DurableWorkflow
+import Synchronization
+import Testing
+
+/// Counts the instances alive, to see that an arena deinitializes what it stored.
+private final class Tracked: Sendable {
+    static let alive = Atomic<Int>(0)
+    let value: Int
+    init(_ value: Int) {
+        self.value = value
+        Self.alive.add(1, ordering: .relaxed)
+    }
+    deinit { Self.alive.subtract(1, ordering: .relaxed) }
+}
+
+private struct Wide: Equatable {
+    var words: (UInt64, UInt64, UInt64, UInt64, UInt64) = (1, 2, 3, 4, 5)
+    static func == (a: Wide, b: Wide) -> Bool { a.words == b.words }
+}
+
+private struct WithReference {
+    var name: String
+    var tracked: Tracked
+}
+
+private struct Empty: Equatable {}
+
+@Suite("Action arena: a batch's actions stored unboxed and read in place")
+struct ActionArenaTests {
+    @Test("values of mixed sizes and alignments, over many chunks, read back as stored at aligned addresses")
+    func mixedValuesReadBack() {
+        let arena = ActionArena(expected: 4)
+        var stored: [(UnsafeRawPointer, Int)] = []
+        for index in 0..<5_000 {
+            switch index % 4 {
+            case 0: stored.append((arena.store(UInt8(truncatingIfNeeded: index)), index))
+            case 1: stored.append((arena.store(index), index))
+            case 2: stored.append((arena.store(Wide(words: (UInt64(index), 0, 0, 0, UInt64(index)))), index))
+            default: stored.append((arena.store(Empty()), index))
+            }
+        }
+        for (address, index) in stored {
+            switch index % 4 {
+            case 0: #expect(address.load(as: UInt8.self) == UInt8(truncatingIfNeeded: index))
+            case 1:
+                #expect(Int(bitPattern: address) % MemoryLayout<Int>.alignment == 0)
+                #expect(address.load(as: Int.self) == index)
+            case 2:
+                #expect(Int(bitPattern: address) % MemoryLayout<Wide>.alignment == 0)
+                #expect(address.load(as: Wide.self) == Wide(words: (UInt64(index), 0, 0, 0, UInt64(index))))
+            default: #expect(address.load(as: Empty.self) == Empty())
+            }
+        }
+    }
+
+    @Test("a value larger than a chunk gets room of its own; earlier values stay where they were")
+    func largeValue() {
+        let arena = ActionArena(expected: 1, chunkSize: 16)
+        let small = arena.store(41)
+        let wide = arena.store(Wide())
+        let after = arena.store(UInt16(9))
+        #expect(small.load(as: Int.self) == 41)
+        #expect(wide.load(as: Wide.self) == Wide())
+        #expect(after.load(as: UInt16.self) == 9)
+    }
+
+    @Test("values holding references are released with the arena, exactly once")
+    func referencesReleased() {
+        let before = Tracked.alive.load(ordering: .relaxed)
+        do {
+            let arena = ActionArena(expected: 2)
+            var addresses: [UnsafeRawPointer] = []
+            for index in 0..<1_000 {
+                addresses.append(arena.store(WithReference(name: "action \(index)", tracked: Tracked(index))))
+            }
+            #expect(Tracked.alive.load(ordering: .relaxed) == before + 1_000)
+            let last = addresses[999].assumingMemoryBound(to: WithReference.self).pointee
+            #expect(last.name == "action 999" && last.tracked.value == 999)
+        }
+        #expect(Tracked.alive.load(ordering: .relaxed) == before)
+    }
+}
