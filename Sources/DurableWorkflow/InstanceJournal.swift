@@ -1,5 +1,4 @@
 import LMDB
-import Synchronization
 import Workflow
 
 /// The runtime's journal for one durable instance: turns applied actions into pending entries,
@@ -11,9 +10,10 @@ final class InstanceJournal: RuntimeJournal {
     let instanceID: String
     private let configuration: DurableConfiguration
     @exclusivity(unchecked) private var pending = CommitBatch()
-    /// The timer of a held group commit, cancelled once the batch is committed some other way or
-    /// the host stops; and the reminder it will give, which lets go of the host when cancelled.
-    private var scheduledCommit: (task: Task<Void, Never>, reminder: CommitReminder)?
+    /// Reminds the host of a held group commit that is due.
+    private let timer = CommitTimer()
+    /// The timer knows of the pending batch.
+    @exclusivity(unchecked) private var pendingTimed = false
     private(set) var currentSequence: UInt64
     private let writer: LogWriter
     /// Each action type's encoder, found once.
@@ -96,13 +96,9 @@ final class InstanceJournal: RuntimeJournal {
         }
         if pending.isEmpty { return progressWithNothingPending }
         if urgency == .whenDue, delay > .zero {
-            if scheduledCommit == nil {
-                let reminder = CommitReminder(listener)
-                let task = Task.detached {
-                    do { try await Task.sleep(for: delay) } catch { return }
-                    reminder.remind()
-                }
-                scheduledCommit = (task, reminder)
+            if !pendingTimed {
+                timer.hold(for: delay, listener: listener)
+                pendingTimed = true
             }
             return .held
         }
@@ -110,7 +106,7 @@ final class InstanceJournal: RuntimeJournal {
     }
 
     func hostDidStop() {
-        cancelScheduledCommit()
+        timer.stop()
         pending.abandon()
         pending = CommitBatch()
         writer.close()
@@ -142,38 +138,14 @@ final class InstanceJournal: RuntimeJournal {
     }
 
     /// The pending batch, for the writer (which commits or abandons it); the next one gets room
-    /// for as many entries (a steady stream fills batches alike) and no timer.
+    /// for as many entries (a steady stream fills batches alike), and the timer forgets it.
     private func takePending() -> CommitBatch {
         let batch = pending
         pending = CommitBatch(capacity: batch.entries.count)
-        cancelScheduledCommit()
+        if pendingTimed {
+            timer.release()
+            pendingTimed = false
+        }
         return batch
-    }
-
-    private func cancelScheduledCommit() {
-        guard let scheduled = scheduledCommit else { return }
-        scheduled.reminder.cancel()
-        scheduled.task.cancel()
-        scheduledCommit = nil
-    }
-}
-
-/// Tells the host that a held commit is due, unless cancelled first. Cancelling lets go of the
-/// host at once: a cancelled timer task ends only once the cooperative pool runs it, and until
-/// then it kept a stopped host, and so its store, alive. (Not a weak reference: one gives the
-/// host's runtime a side table, and every retain and release of it took the slow path.)
-private final class CommitReminder: Sendable {
-    private let listener: Mutex<(any JournalListener)?>
-
-    init(_ listener: any JournalListener) {
-        self.listener = Mutex(listener)
-    }
-
-    func remind() {
-        listener.withLock { $0 }?.journalWantsCommit()
-    }
-
-    func cancel() {
-        listener.withLock { $0 = nil }
     }
 }

@@ -322,4 +322,35 @@ struct BackgroundCommitTests {
         #expect(host.rendering.values == [1])
         #expect(try store.instance(id: "s")?.lastSequence == 2)
     }
+
+    @Test("a held batch is committed once its delay is up, not before, batch after batch; one held after a commit made by flush gets its own full delay")
+    func heldBatchCommitsWhenDue() async throws {
+        let dir = TemporaryDirectory("background-due")
+        let store = try WorkflowStore.open(path: dir.path)
+        let delay = Duration.milliseconds(50)
+        let host = try store.start(DurableCounter(), id: "d", configuration: counterConfiguration(.grouped(maxBatch: 10_000, maxDelay: delay)))
+        let sink = host.rendering.sink
+        /// Sends one action and returns how long its rendering took to be published, which it is
+        /// once committed: nothing but the timer commits it (nobody waits, the batch never fills).
+        func sendUntilCommitted() async throws -> Duration {
+            let count = host.rendering.state.count
+            let sent = ContinuousClock.now
+            sink.send(.init(amount: 1))
+            while host.rendering.state.count == count && ContinuousClock.now - sent < .seconds(10) {
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            #expect(host.rendering.state.count == count + 1)
+            return ContinuousClock.now - sent
+        }
+        for _ in 0..<3 { #expect(try await sendUntilCommitted() >= delay) }
+        // A batch committed by flush while the timer sleeps towards its deadline, then a new batch:
+        // the timer, woken at the old deadline, must wait on for the new batch's.
+        sink.send(.init(amount: 1))
+        try await Task.sleep(for: .milliseconds(30))
+        await host.flush()
+        #expect(try await sendUntilCommitted() >= delay)
+        #expect(host.rendering.state.count == 5)
+        #expect(try store.instance(id: "d")?.lastSequence == 6)
+        host.stop()
+    }
 }

@@ -77,7 +77,7 @@ enum DurableScenario {
     static func run(runs: Int, scale: Double, ceilings: [String: Measurement]) throws -> [Measurement] {
         var results: [Measurement] = []
         /// Measures a mode; with `paired`, also the raw ceiling for as many appends right before
-        /// each run, and the ratio of the two medians.
+        /// each run, and the median of the per-run ratios.
         func measure<Counter: BenchCounter>(
             _ caseName: String, _ mode: DurableConfiguration.Mode, digests: DurableConfiguration.Digests = .every(1),
             codec: (any PayloadCodec)? = nil, counter: Counter.Type = CodableCounter.self, sends: Int, ceiling: String,
@@ -87,7 +87,7 @@ enum DurableScenario {
             defer { try? FileManager.default.removeItem(atPath: dir) }
             let store = try WorkflowStore.open(path: dir)
             var instance = 0
-            var ceilingSamples: [Double] = []
+            var ceilingSamples: [Double] = [], samples: [Double] = []
             let result = try Measurement.measure(name, caseName, metric: "actions_per_s", runs: runs, detail: detail) {
                 if let paired { ceilingSamples.append(try paired.run(sends)) }
                 instance += 1
@@ -102,18 +102,19 @@ enum DurableScenario {
                 }
                 precondition(host.rendering.count == sends && host.failure == nil)
                 host.stop()
-                return Double(sends) / elapsed
+                samples.append(Double(sends) / elapsed)
+                return samples.last!
             }
             if paired != nil {
                 let raw = Measurement(name, "\(caseName)-raw-ceiling", metric: "appends_per_s", samples: ceilingSamples,
                                       detail: "raw LMDB: \(sends) appends of \(RawLMDBScenario.recordSize) B in one transaction, before each \(caseName) run")
                 results.append(raw)
-                results.append(result.relative(to: raw))
+                results.append(result.relative(to: raw, pairing: samples, with: ceilingSamples))
             } else {
                 results.append(ceilings[ceiling].map { result.relative(to: $0) } ?? result)
             }
         }
-        let small = max(30, Int(300 * scale)), large = Int(30_000 * scale)
+        let small = max(30, Int(300 * scale)), large = Int(100_000 * scale)
         let paired = try RawAppends(label: "durable-ceiling")
         try measure("strict", .strict, sends: small, ceiling: "commit-strict",
                     detail: "1 entry per commit, 2 fsyncs; binary payload, digest per entry")

@@ -36,16 +36,31 @@ struct Measurement: Codable {
         copy.ratioTo = "\(ceiling.scenario)/\(ceiling.case)"
         return copy
     }
+
+    /// Relative to a ceiling measured right before each run: the ratio is the median of the
+    /// per-run ratios (`samples[i] / ceilingSamples[i]`, both higher-is-better), so a stretch in
+    /// which a shared machine runs slow weighs on both sides of a pair instead of on one median.
+    func relative(to ceiling: Measurement, pairing samples: [Double], with ceilingSamples: [Double]) -> Measurement {
+        precondition(samples.count == ceilingSamples.count && !samples.isEmpty, "paired samples differ in number")
+        var copy = relative(to: ceiling)
+        copy.ratio = Measurement.median(of: zip(samples, ceilingSamples).map { $0 / $1 })
+        return copy
+    }
+
+    /// The middle value of `values` (the mean of the two middle ones for an even count).
+    static func median(of values: [Double]) -> Double {
+        let sorted = values.sorted()
+        return sorted.count % 2 == 1
+            ? sorted[sorted.count / 2]
+            : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    }
 }
 
 extension Measurement {
     /// The median and spread of `samples` (at least one).
     init(_ scenario: String, _ name: String, metric: String, samples: [Double], detail: String) {
         let sorted = samples.sorted()
-        let median = sorted.count % 2 == 1
-            ? sorted[sorted.count / 2]
-            : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
-        self.init(scenario: scenario, case: name, metric: metric, median: median,
+        self.init(scenario: scenario, case: name, metric: metric, median: Measurement.median(of: samples),
                   min: sorted.first!, max: sorted.last!, runs: sorted.count, ratio: nil, ratioTo: nil, detail: detail)
     }
 }

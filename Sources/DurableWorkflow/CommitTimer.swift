@@ -1,0 +1,71 @@
+import Synchronization
+import Workflow
+
+/// The timer of a grouped host's held commits: reminds the host (`journalWantsCommit`) once the
+/// batch it holds is due, unless that batch was handed off first.
+///
+/// One task serves batch after batch: when it wakes, it sleeps on until the batch held now is
+/// due, and it ends only when nothing is held. A steady stream of batches so costs one wake-up
+/// per delay. (A task per batch, cancelled when its batch filled up, woke two of the cooperative
+/// pool's threads per batch: on two cores, a twentieth of the host's time and the writer's.)
+final class CommitTimer: Sendable {
+    private struct State {
+        /// When the batch held now is due; `nil` when none is held.
+        var due: ContinuousClock.Instant?
+        /// The host to remind; let go of when the host stops (a task still asleep keeps only this timer).
+        var listener: (any JournalListener)?
+        var task: Task<Void, Never>?
+        var stopped = false
+    }
+
+    private let state = Mutex(State())
+
+    /// The host holds a new batch, due after `delay`.
+    func hold(for delay: Duration, listener: any JournalListener) {
+        let due = ContinuousClock.now + delay
+        state.withLock { state in
+            guard !state.stopped else { return }
+            state.due = due
+            state.listener = listener
+            if state.task == nil {
+                // The task takes the lock first thing, so it starts only once this returns.
+                state.task = Task.detached { await self.run() }
+            }
+        }
+    }
+
+    /// The batch held was handed off (or committed) some other way.
+    func release() {
+        state.withLock { $0.due = nil }
+    }
+
+    /// The host stopped: lets go of it and ends the task.
+    func stop() {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            state.stopped = true
+            state.due = nil
+            state.listener = nil
+            defer { state.task = nil }
+            return state.task
+        }
+        task?.cancel()
+    }
+
+    private func run() async {
+        while true {
+            let due = state.withLock { state -> ContinuousClock.Instant? in
+                if state.due == nil { state.task = nil }
+                return state.due
+            }
+            guard let due else { return }
+            do { try await Task.sleep(until: due, clock: .continuous) } catch { return }
+            // Still held and due (not handed off, nor replaced by a later batch): remind once.
+            let listener = state.withLock { state -> (any JournalListener)? in
+                guard let held = state.due, held <= .now else { return nil }
+                state.due = nil
+                return state.listener
+            }
+            listener?.journalWantsCommit()
+        }
+    }
+}
