@@ -7,12 +7,16 @@ import Workflow
 /// One task serves batch after batch: when it wakes, it sleeps on until the batch held now is
 /// due, and it ends only when nothing is held. A steady stream of batches so costs one wake-up
 /// per delay. (A task per batch, cancelled when its batch filled up, woke two of the cooperative
-/// pool's threads per batch: on two cores, a twentieth of the host's time and the writer's.)
+/// pool's threads per batch: for 10^6 grouped actions on two cores, 7,400 context switches against
+/// 2,400 now, and a quarter more CPU time.)
+///
+/// The host is released outside the lock: its last release runs its deinit.
 final class CommitTimer: Sendable {
     private struct State {
         /// When the batch held now is due; `nil` when none is held.
         var due: ContinuousClock.Instant?
-        /// The host to remind; let go of when the host stops (a task still asleep keeps only this timer).
+        /// The host to remind, held only while a batch is (so that the host is never kept alive
+        /// by its journal's timer, and a task still asleep keeps only this timer).
         var listener: (any JournalListener)?
         var task: Task<Void, Never>?
         var stopped = false
@@ -36,19 +40,22 @@ final class CommitTimer: Sendable {
 
     /// The batch held was handed off (or committed) some other way.
     func release() {
-        state.withLock { $0.due = nil }
+        let listener = state.withLock { state -> (any JournalListener)? in
+            state.due = nil
+            return state.listener.take()
+        }
+        _ = listener
     }
 
     /// The host stopped: lets go of it and ends the task.
     func stop() {
-        let task = state.withLock { state -> Task<Void, Never>? in
+        let (task, listener) = state.withLock { state in
             state.stopped = true
             state.due = nil
-            state.listener = nil
-            defer { state.task = nil }
-            return state.task
+            return (state.task.take(), state.listener.take())
         }
         task?.cancel()
+        _ = listener
     }
 
     private func run() async {
@@ -63,7 +70,7 @@ final class CommitTimer: Sendable {
             let listener = state.withLock { state -> (any JournalListener)? in
                 guard let held = state.due, held <= .now else { return nil }
                 state.due = nil
-                return state.listener
+                return state.listener.take()
             }
             listener?.journalWantsCommit()
         }
