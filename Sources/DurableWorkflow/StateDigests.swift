@@ -107,6 +107,7 @@ final class StateDigests {
     /// The running hash and the digests it works for: one word to copy besides the hash.
     private struct Visitor: NodeStateVisitor {
         var hash = FNV1a64()
+        // Owner: `digest` makes this visitor on the stack and drops it before returning.
         unowned(unsafe) let digests: StateDigests
 
         init(digests: StateDigests) { self.digests = digests }

@@ -41,6 +41,7 @@ func cursorMove(_ cursor: OpaquePointer, _ op: MDB_cursor_op) -> (entry: RawEntr
 /// Every move returns the entry it lands on, or `nil` past either end.
 public struct Cursor<Key, Value, Mode: TransactionMode>: ~Copyable {
     let cursor: OpaquePointer
+    // Owner: the environment's read/write call runs the transaction this cursor lives in.
     unowned(unsafe) let environment: Environment
     let database: Database<Key, Value>
     let state: UnsafeMutablePointer<TransactionState>

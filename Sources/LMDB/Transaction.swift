@@ -19,6 +19,7 @@ public typealias WriteTransaction = Transaction<ReadWrite>
 /// begin/commit-on-one-thread rule holds. It is not `Sendable`, so it cannot reach another task.
 public struct Transaction<Mode: TransactionMode>: ~Copyable {
     let txn: OpaquePointer
+    // Owner: the environment's read/write call runs the closure this transaction lives in.
     unowned(unsafe) let environment: Environment
     let state: UnsafeMutablePointer<TransactionState>
 

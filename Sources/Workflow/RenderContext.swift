@@ -4,11 +4,11 @@
 /// programmer error reported with the workflow's name. Declarations are keyed: within one pass a
 /// child workflow type and key, a worker type and key, and a side-effect key may appear once each.
 public final class RenderContext<WorkflowType: Workflow> {
-    // The backend is the node (or a tester); the context is invalidated before its backend can
-    // go away, and every use checks validity first, so the unowned reference is never dangling.
+    // Owner: the backend (node or tester) owns this context and is alive while `isValid` (inside
+    // its render call); every use checks `isValid` first.
     private unowned(unsafe) let backend: any RenderContextBackend<WorkflowType>
-    /// The runtime's node when it is the backend: called without reference counting, which was
-    /// a third of a render pass (the node outlives its context's valid passes, as above).
+    /// The backend when it is the runtime's node, called without reference counting. Owner: as
+    /// for `backend`, used only while `isValid`.
     private let node: Unmanaged<WorkflowNode<WorkflowType>>?
     private let programmerErrors: ProgrammerErrorPolicy
     @exclusivity(unchecked) package var isValid = false

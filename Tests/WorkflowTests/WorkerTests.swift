@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+import TestSupport
 import Workflow
 
 /// Collects worker outputs in its state; runs the worker while `running` is true.
@@ -118,5 +119,16 @@ struct WorkerTests {
         await host.stopAndWait()
         #expect(log.all.contains("worker end w"))
         #expect(log.all.last == "worker end w" || log.all.contains("end /Collector<IdleWorker>"))
+    }
+
+    @Test("with an observer attached, children whose workers run are dropped without touching freed nodes (issue 22, 1)")
+    func droppedChildrenWithObserver() throws {
+        // A use after free reads freed memory without always crashing: 20 rounds of 1,000
+        // children made the unfixed runtime crash in nearly every run.
+        let child = try ChildProcess(["observer-worker-teardown", "20"], mergeStandardError: true)
+        let output = child.readRemainingLines(timeout: .seconds(120)).joined(separator: "\n")
+        let status = try child.waitForExit()
+        #expect(status == 0, "the child exited with \(status): \(output)")
+        #expect(output.contains("done 20"), "child said: \(output)")
     }
 }

@@ -7,8 +7,9 @@ private let structureVersions = Atomic<UInt64>(0)
 /// The state a host's nodes share, touched only by the thread currently running the host
 /// (the single drainer of its queue), so it needs no lock of its own.
 final class RuntimeContext: RuntimeTree {
-    /// The host's queue, which owns this context (set once, right after both are made).
+    /// The host's queue (set once, right after both are made).
     var queue: any ActionQueue { queueRef.unsafelyUnwrapped }
+    // Owner: the queue (the runtime) holds this context; nodes reach it only while the runtime drains.
     private unowned(unsafe) var queueRef: (any ActionQueue)?
     let observers: [any WorkflowObserver]
     let programmerErrors: ProgrammerErrorPolicy

@@ -9,7 +9,9 @@ protocol WorkerRecordProtocol: AnyObject {
     func start(queue: any ActionQueue, observers: [any WorkflowObserver])
     /// Cancels the worker; `hostStopped` tells an ``EndObservingWorker`` why it ended.
     func stop(observers: [any WorkflowObserver], hostStopped: Bool)
-    func deliver<Value>(_ value: Value) -> WorkOutcome
+    /// Applies `value` to `node`, the node that declared the worker (it calls this itself, so it
+    /// is alive for the whole call).
+    func deliver<Value, N: Workflow>(_ value: Value, to node: WorkflowNode<N>) -> WorkOutcome
 }
 
 final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtocol {
@@ -22,7 +24,11 @@ final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtoco
     var outputMap: (W.Output) -> Action
     var ended = false
     private var task: Task<Void, Never>?
-    private unowned(unsafe) let node: WorkflowNode<Action.WorkflowType>
+    /// The declaring node as observers see it, and its id: copied, because the record outlives
+    /// its node (a render pass ends the node, and the worker is stopped after that pass). The
+    /// record holds no reference to the node.
+    private let nodeInfo: NodeInfo
+    private let nodeID: NodeID
 
     init(
         id: UInt64, key: String, worker: W, origin: ActionOrigin, startSequence: UInt64, idempotencyKey: String?,
@@ -35,11 +41,12 @@ final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtoco
         self.startSequence = startSequence
         self.idempotencyKey = idempotencyKey
         self.outputMap = outputMap
-        self.node = node
+        self.nodeInfo = node.info
+        self.nodeID = node.id
     }
 
     func start(queue: any ActionQueue, observers: [any WorkflowObserver]) {
-        let worker = self.worker, nodeID = node.id, recordID = id, origin = self.origin
+        let worker = self.worker, nodeID = self.nodeID, recordID = id, origin = self.origin
         let idempotencyKey = self.idempotencyKey
         task = Task {
             await WorkerContext.$idempotencyKey.withValue(idempotencyKey) {
@@ -49,7 +56,7 @@ final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtoco
                 }
             }
         }
-        for observer in observers { observer.workerDidStart(node: node.info, workerType: "\(W.self)", key: key) }
+        for observer in observers { observer.workerDidStart(node: nodeInfo, workerType: "\(W.self)", key: key) }
     }
 
     func stop(observers: [any WorkflowObserver], hostStopped: Bool) {
@@ -59,12 +66,15 @@ final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtoco
         if let observing = worker as? any EndObservingWorker {
             observing.didEnd(idempotencyKey: idempotencyKey, becauseHostStopped: hostStopped)
         }
-        for observer in observers { observer.workerDidEnd(node: node.info, workerType: "\(W.self)", key: key) }
+        for observer in observers { observer.workerDidEnd(node: nodeInfo, workerType: "\(W.self)", key: key) }
     }
 
-    func deliver<Value>(_ value: Value) -> WorkOutcome {
+    func deliver<Value, N: Workflow>(_ value: Value, to declaring: WorkflowNode<N>) -> WorkOutcome {
         guard !ended else { return .discarded(.workerEnded) }
         guard let output = value as? W.Output else { return .discarded(.workerEnded) }
+        guard let node = declaring as? WorkflowNode<Action.WorkflowType> else {
+            preconditionFailure("worker \(W.self) of \(nodeInfo.workflowType) was handed a node of \(N.self)")
+        }
         if let attachment = (output as? any JournalAttachable)?.journalAttachment {
             node.runtime.pendingAttachments = [attachment]
         } else if !node.runtime.pendingAttachments.isEmpty {

@@ -44,7 +44,7 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
         unsafeAddress { UnsafePointer(stateStorage) }
         unsafeMutableAddress { stateStorage }
     }
-    // The runtime context owns the tree (through the root) and outlives every node.
+    // Owner: the runtime context holds every live node (`nodes`), so it outlives each of them.
     unowned(unsafe) let runtime: RuntimeContext
     /// Where outputs go: the parent's output map (or the host, at the root); `nil` when the
     /// workflow has no output.
@@ -118,7 +118,11 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
     }
 
     private func applySent<Action: WorkflowAction>(opened action: Action) -> WorkOutcome {
-        // A sink addresses the node that declared it: this node is a WorkflowNode<Action.WorkflowType>.
+        // A sink addresses the node that declared it, so the types agree; checked (one compare)
+        // before the downcast, as replay does, so a mismatch is reported instead of trusted.
+        guard ObjectIdentifier(Action.WorkflowType.self) == ObjectIdentifier(W.self) else {
+            return .discarded(.actionTypeNotDeclared)
+        }
         let node = unsafeDowncast(self, to: WorkflowNode<Action.WorkflowType>.self)
         guard node.declaresSink(of: Action.self) else { return .discarded(.actionTypeNotDeclared) }
         node.apply(action, origin: .sink)
@@ -150,7 +154,7 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
 
     func deliverWorkerOutput<Value>(recordID: UInt64, value: Value) -> WorkOutcome {
         guard let record = workersByID[recordID] else { return .discarded(.workerEnded) }
-        return record.deliver(value)
+        return record.deliver(value, to: self)
     }
 
     // MARK: Render pass
@@ -216,6 +220,8 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
     ) -> Child.Rendering where Action.WorkflowType == W {
         childNode(child, key: key)._withUnsafeGuaranteedRef { node in
             if Child.Output.self != Never.self {
+                // Owner: this node's child list holds the child, and the child emits only while it
+                // is registered, which ends before this node's teardown completes.
                 node.outputHandler = { [unowned(unsafe) self] output in self.apply(outputMap(output), origin: nil) }
             }
             return node.render()

@@ -97,6 +97,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         let me = currentThread()
         drainerThread.store(me, ordering: .relaxed)
         if bufferOutputs {
+            // Owner: the runtime holds the root, which holds this handler.
             root.outputHandler = { [unowned(unsafe) self] output in
                 if !self.context.isReplaying { self.pendingOutputs.append(output) }
             }
@@ -571,8 +572,8 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
 
     /// Applies logged entries during init, on the init thread (the drainer).
     private struct Replayer: ReplayDriver {
-        // The runtime outlives replay, and its context outlives the runtime's use of it; reaching
-        // the context through `runtime.context` on every step cost a retain and release each time.
+        // Owner: the runtime's init makes this driver and runs replay with it before returning;
+        // the runtime holds its context.
         unowned(unsafe) let runtime: WorkflowRuntime
         unowned(unsafe) let context: RuntimeContext
 

@@ -208,6 +208,20 @@ do {
         host.update(workflow: SendsDuringRender(sendNow: true))
         say("not stopped: \(host.rendering.count)")
 
+    case "observer-worker-teardown":
+        // observer-worker-teardown ROUNDS: with an observer attached, renders 1,000 children that
+        // each run a never-ending worker, drops 500 of them, stops the host; ROUNDS times.
+        let rounds = Int(arguments[1])!
+        for _ in 0..<rounds {
+            let host = WorkflowHost(workflow: WorkerFleet(children: 1000), configuration: HostConfiguration(observers: [SilentObserver()]))
+            host.update(workflow: WorkerFleet(children: 500))
+            guard host.rendering.running == 500 else { fail("expected 500 children, saw \(host.rendering.running)") }
+            let stopped = DispatchSemaphore(value: 0)
+            Task.detached { await host.stopAndWait(); stopped.signal() }
+            stopped.wait()
+        }
+        say("done \(rounds)")
+
     default:
         fail("unknown command \(command)")
     }
