@@ -99,10 +99,14 @@ public final class SignalCenter: Sendable {
 
     deinit {
         dispatcher.stop()
+        RunLiveness.end(runID)
     }
 
-    /// Opens the signal subsystem of `store` for a run of `processIdentity`. Consumers of the
-    /// same process identity left by other runs (which crashed) are removed, unless durable.
+    /// Opens the signal subsystem of `store` for a run of `processIdentity`. Run-scoped consumers
+    /// of the same process identity left by runs that are provably dead (their process is gone,
+    /// is a zombie or is another process with a reused pid, or it is this process and that run
+    /// stopped) are removed; the consumers of a live run are never touched, so replicas that
+    /// share an identity do not take each other's consumers (rule S5).
     public static func open(
         store: WorkflowStore, processIdentity: String, runID: String = UUID().uuidString,
         configuration: SignalConfiguration = SignalConfiguration()
@@ -113,8 +117,11 @@ public final class SignalCenter: Sendable {
         } catch let error as LMDBError {
             throw SignalError(.storage, store: store.path, detail: error.description, recovery: error.recovery, storageError: error)
         }
+        RunLiveness.begin(runID)
         if !store.environment.configuration.readOnly {
-            try center.removeConsumers { $0.scope == .run && $0.processIdentity == processIdentity && $0.runID != runID }
+            try center.removeConsumers {
+                $0.scope == .run && $0.processIdentity == processIdentity && $0.runID != runID && $0.run.isProvablyDead
+            }
         }
         center.dispatcher.start(center: center)
         return center
@@ -132,6 +139,7 @@ public final class SignalCenter: Sendable {
     /// Ends this run: its run-scoped consumers are removed and the dispatcher stops.
     public func stop() throws {
         dispatcher.stop()
+        RunLiveness.end(runID)
         guard !environment.configuration.readOnly else { return }
         try removeConsumers { $0.scope == .run && $0.runID == runID }
     }
@@ -201,8 +209,10 @@ public final class SignalCenter: Sendable {
         _ signal: SignalID, owner: String, behaviour: DeliveryBehaviour = .untilTerminated,
         coalescing: Coalescing = .everyVersion, scope: ConsumerScope = .run, id: ConsumerID = ConsumerID()
     ) throws -> ConsumerID {
+        let process = ProcessIdentity.current
         let consumer = ConsumerInfo(
-            id: id, signal: signal, owner: owner, runID: runID, processIdentity: processIdentity, behaviour: behaviour,
+            id: id, signal: signal, owner: owner, runID: runID, processIdentity: processIdentity,
+            processID: process.pid, processStartTime: process.startTime, behaviour: behaviour,
             coalescing: coalescing, scope: scope, lastDelivered: 0, created: .now())
         let layout = self.layout
         try storage {

@@ -1,3 +1,4 @@
+import DurableWorkflow
 import LMDB
 import Workflow
 
@@ -81,6 +82,11 @@ public struct ConsumerInfo: Sendable, Hashable, Codable {
     public let runID: String
     /// The process identity that registered it.
     public let processIdentity: String
+    /// The pid of the process that registered it (0 for a consumer registered before pids were
+    /// recorded).
+    public let processID: Int32
+    /// That process's start time (clock ticks since boot), so a reused pid is not taken for it.
+    public let processStartTime: UInt64
     /// Once or until terminated.
     public let behaviour: DeliveryBehaviour
     /// Every version or the latest only.
@@ -93,7 +99,7 @@ public struct ConsumerInfo: Sendable, Hashable, Codable {
     public let created: WallTime
 
     func encoded() -> [UInt8] {
-        var bytes: [UInt8] = [1]
+        var bytes: [UInt8] = [2]
         bytes += signal.bytes
         bytes.append(UInt8(DeliveryBehaviour.allCases.firstIndex(of: behaviour)!))
         bytes.append(UInt8(Coalescing.allCases.firstIndex(of: coalescing)!))
@@ -105,11 +111,16 @@ public struct ConsumerInfo: Sendable, Hashable, Codable {
             withUnsafeBytes(of: UInt32(utf8.count).littleEndian) { bytes.append(contentsOf: $0) }
             bytes += utf8
         }
+        withUnsafeBytes(of: processID.littleEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: processStartTime.littleEndian) { bytes.append(contentsOf: $0) }
         return bytes
     }
 
+    /// The run that registered it.
+    var run: RecordedRun { RecordedRun(runID: runID, process: ProcessIdentity(pid: processID, startTime: processStartTime)) }
+
     static func decode(id: ConsumerID, _ bytes: UnsafeRawBufferPointer) -> ConsumerInfo? {
-        guard bytes.count >= 36, bytes[0] == 1 else { return nil }
+        guard bytes.count >= 36, bytes[0] == 1 || bytes[0] == 2 else { return nil }
         let signal = SignalID(bytes: UnsafeRawBufferPointer(rebasing: bytes[1..<17]))
         let behaviourIndex = Int(bytes[17]), coalescingIndex = Int(bytes[18]), scopeIndex = Int(bytes[19])
         guard behaviourIndex < DeliveryBehaviour.allCases.count, coalescingIndex < Coalescing.allCases.count,
@@ -126,8 +137,15 @@ public struct ConsumerInfo: Sendable, Hashable, Codable {
             texts.append(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count]), as: UTF8.self))
             offset += count
         }
+        var pid: Int32 = 0, start: UInt64 = 0
+        if bytes[0] == 2 {
+            guard bytes.count >= offset + 12 else { return nil }
+            pid = Int32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            start = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt64.self))
+        }
         return ConsumerInfo(
             id: id, signal: signal, owner: texts[0], runID: texts[1], processIdentity: texts[2],
+            processID: pid, processStartTime: start,
             behaviour: DeliveryBehaviour.allCases[behaviourIndex], coalescing: Coalescing.allCases[coalescingIndex],
             scope: ConsumerScope.allCases[scopeIndex], lastDelivered: last, created: WallTime(nanosecondsSinceEpoch: created))
     }

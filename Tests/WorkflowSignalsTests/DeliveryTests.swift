@@ -112,7 +112,7 @@ struct DeliveryTests {
         expectSignalError(.unknownSignal) { _ = try center.versions(of: signal) }
     }
 
-    @Test("run-scoped consumers are removed when the run stops and, after a crash, by the next run; durable ones survive")
+    @Test("run-scoped consumers are removed when the run stops and, after its center is dropped, by the next run; durable ones survive")
     func runCleanup() throws {
         let dir = TemporaryDirectory("sig-runs")
         let signal = SignalID()
@@ -122,14 +122,16 @@ struct DeliveryTests {
         try first.stop()
         #expect(try first.consumers().map(\.owner) == ["durable"])
 
-        let crashed = try SignalCenter.open(path: dir.path, processIdentity: "service", runID: "run-2")
-        try crashed.register(signal, owner: "crashed-run")
+        // run-2 ends without stopping (its center is dropped): a dead run of this process.
+        do {
+            let dropped = try SignalCenter.open(path: dir.path, processIdentity: "service", runID: "run-2")
+            try dropped.register(signal, owner: "dropped-run")
+        }
         let other = try SignalCenter.open(path: dir.path, processIdentity: "other-service", runID: "run-x")
         try other.register(signal, owner: "other-process")
-        // run-2 "crashes" (never stops); run-3 of the same process identity starts.
         let next = try SignalCenter.open(path: dir.path, processIdentity: "service", runID: "run-3")
         #expect(Set(try next.consumers().map(\.owner)) == ["durable", "other-process"])
-        withExtendedLifetime((crashed, other)) {}
+        withExtendedLifetime(other) {}
     }
 
     @Test("a consumer registered after versions were posted gets the retained ones; older versions are pruned")

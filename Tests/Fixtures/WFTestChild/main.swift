@@ -208,6 +208,15 @@ do {
         host.update(workflow: SendsDuringRender(sendNow: true))
         say("not stopped: \(host.rendering.count)")
 
+    case "signal-run-consumer":
+        // signal-run-consumer STORE SIGNAL IDENTITY: opens a signal center as IDENTITY, registers a
+        // run-scoped consumer of SIGNAL, prints "ready", then "got V" for each version; runs until killed.
+        let center = try SignalCenter.open(path: arguments[1], processIdentity: arguments[3])
+        let consumer = try center.register(SignalID(arguments[2])!, owner: "replica-\(getpid())")
+        center.attach(consumer, handler: .atMostOnce { delivery in say("got \(delivery.version)") })
+        say("ready")
+        while true { sleep(60) }
+
     case "observer-worker-teardown":
         // observer-worker-teardown ROUNDS: with an observer attached, renders 1,000 children that
         // each run a never-ending worker, drops 500 of them, stops the host; ROUNDS times.
