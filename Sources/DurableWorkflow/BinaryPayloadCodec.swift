@@ -88,7 +88,9 @@ enum BinaryEncoding {
         if let primitive = primitive(value) { return primitive }
         let encoder = EncoderImpl(codingPath: codingPath)
         try value.encode(to: encoder)
-        return encoder.item ?? .map(MapItems())
+        let item = encoder.item ?? .map(MapItems())
+        if let unordered = T.self as? any UnorderedCollection.Type { return canonical(item, of: unordered) }
+        return item
     }
 
     @inline(__always)

@@ -46,6 +46,12 @@ public struct DurableConfiguration: Sendable {
     public var snapshotEvery: Int?
     /// Digests of the state recorded with entries (default: every entry).
     public var digests: Digests
+    /// Whether replay (resume, `verify`, time travel) compares the state with the digests
+    /// recorded in the log (default `true`, rule D4). Turn it off to resume or verify an instance
+    /// whose recorded digests no longer match although its workflow is deterministic: one written
+    /// before this library encoded sets and dictionaries canonically (their order then was the
+    /// writing process's hash order). New entries are still given digests, per ``digests``.
+    public var checksRecordedDigests = true
     /// Observers, programmer-error policy and clock for the runtime.
     public var host: HostConfiguration
     /// Observers of the log: appends, commits, replay progress.

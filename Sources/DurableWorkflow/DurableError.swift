@@ -87,7 +87,7 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
     }
 
     static func storage(_ error: LMDBError, store: String, instance: String? = nil) -> DurableError {
-        DurableError(.storage, store: store, instance: instance, detail: error.description,
+        DurableError(.storage, store: store, instance: instance, detail: error.summary,
                      recovery: error.recovery, storageError: error)
     }
 }

@@ -122,6 +122,15 @@ extension WorkflowStore {
         return snapshot.sequence
     }
 
+    /// The state tree of `id` after entry `through`, replayed without checking recorded digests.
+    func stateTree<W: DurableWorkflow>(
+        of id: String, as type: W.Type, through: UInt64, configuration: DurableConfiguration
+    ) throws -> StateTree where W.Rendering: Sendable, W.Output: Sendable {
+        var unchecked = configuration
+        unchecked.checksRecordedDigests = false
+        return try rebuild(id: id, as: type, through: through, useSnapshot: true, configuration: unchecked)
+    }
+
     private func rebuild<W: DurableWorkflow>(
         id: String, as type: W.Type, through: UInt64?, useSnapshot: Bool, configuration: DurableConfiguration
     ) throws -> StateTree where W.Rendering: Sendable, W.Output: Sendable {

@@ -72,7 +72,8 @@ extension WorkflowStore {
     }
 
     /// Applies the plan's entries to the tree through `driver` with the instance's codec, checking recorded digests.
-    func replay<W: DurableWorkflow>(_ plan: ReplayPlan<W>, driver: any ReplayDriver) throws {
+    func replay<W: DurableWorkflow>(_ plan: ReplayPlan<W>, driver: any ReplayDriver) throws
+    where W.Rendering: Sendable, W.Output: Sendable {
         let configuration = plan.configuration
         let observers = configuration.observers, started = ContinuousClock.now
         for observer in observers { observer.replayWillStart(instance: plan.id, from: plan.baseSequence, to: plan.target) }
@@ -81,8 +82,12 @@ extension WorkflowStore {
             ownBytes: configuration.codec is BinaryPayloadCodec, digests: StateDigests(codec: configuration.codec, store: path, instance: plan.id))
         while next <= plan.target {
             let last = min(next + Self.replayChunk - 1, plan.target)
-            try visitEntries(record: plan.record, id: plan.id, from: next, through: last) { entry in
-                try apply(entry, plan: plan, driver: driver, configuration: configuration, decoders: &decoders)
+            do {
+                try visitEntries(record: plan.record, id: plan.id, from: next, through: last) { entry in
+                    try apply(entry, plan: plan, driver: driver, configuration: configuration, decoders: &decoders)
+                }
+            } catch let divergence as DurableError where divergence.kind == .nonDeterministic {
+                throw describingStateBefore(divergence, plan: plan)
             }
             for observer in observers { observer.replayProgress(instance: plan.id, sequence: last, target: plan.target) }
             next = last + 1
@@ -142,14 +147,44 @@ extension WorkflowStore {
             throw failure(.replayMismatch, entry, plan.id, "replay could not apply the entry: \(mismatch)",
                           recovery: "The workflow's render no longer declares the node this entry targets; replay with the code that wrote it")
         }
-        if let recorded = entry.digest {
+        if configuration.checksRecordedDigests, let recorded = entry.digest {
             let actual = try decoders.digests.digest(of: driver.tree)
             if actual != recorded {
+                let after = Self.stateText(at: entry.nodePath, in: driver.tree, codec: configuration.codec)
                 throw failure(.nonDeterministic, entry, plan.id,
-                              "replay diverged: state digest \(hex(actual)) differs from the recorded \(hex(recorded))",
-                              recovery: "Make render and actions depend only on props, state and ApplyContext (no randomness, no system clock)")
+                              "replay diverged: state digest \(hex(actual)) differs from the recorded \(hex(recorded)); "
+                                + "the node's state after this entry, replayed here: \(after)",
+                              recovery: Self.divergenceRecovery)
             }
         }
+    }
+
+    static let divergenceRecovery = "Make render and actions depend only on props, state and ApplyContext (no randomness, "
+        + "no system clock). A state holding a Set or a Dictionary, written before encodings were canonical, was recorded "
+        + "in its process's hash order: resume or verify it with DurableConfiguration.checksRecordedDigests = false "
+        + "(wfctl: --no-digest-check)"
+
+    /// The state of the node at `path` as JSON text (or a note that there is none).
+    static func stateText(at path: NodePath, in tree: any RuntimeTree, codec: any PayloadCodec) -> String {
+        guard let state = tree.nodeStates().first(where: { $0.path == path })?.state else { return "(no node at \(path))" }
+        guard let bytes = try? StateCoding.encode(state, codec: codec, what: path.description, store: "", instance: "") else {
+            return "\(state)"
+        }
+        return BinaryPayloadCodec.jsonText(bytes) ?? String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `divergence` with the state of its node before its entry, rebuilt by a second replay
+    /// that checks no digest (the first one's read has ended). Best effort: on any failure the
+    /// divergence is returned as it was.
+    private func describingStateBefore<W: DurableWorkflow>(_ divergence: DurableError, plan: ReplayPlan<W>) -> DurableError
+    where W.Rendering: Sendable, W.Output: Sendable {
+        guard let sequence = divergence.sequence, sequence > 1, let path = divergence.nodePath,
+              let before = try? stateTree(of: plan.id, as: W.self, through: sequence - 1, configuration: plan.configuration),
+              let node = before.nodes.first(where: { $0.path.description == path }) else { return divergence }
+        return DurableError(
+            divergence.kind, store: divergence.store, instance: divergence.instance, sequence: divergence.sequence,
+            actionTag: divergence.actionTag, nodePath: divergence.nodePath,
+            detail: divergence.detail + "; before it (sequence \(sequence - 1)): \(node.stateText)", recovery: divergence.recovery)
     }
 
     /// A props update (out of line: its `Optional<W>` would otherwise be looked up for every entry).

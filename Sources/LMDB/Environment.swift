@@ -86,6 +86,7 @@ public final class Environment: Sendable {
     }
 
     private static func openHandle(path: String, configuration: EnvironmentConfiguration) throws(LMDBError) -> OpaquePointer {
+        try DataFileCheck.check(directory: path, readOnly: configuration.readOnly)
         var env: OpaquePointer?
         var rc = mdb_env_create(&env)
         guard rc == 0, let env else { throw LMDBError.from(code: rc, path: path, operation: "create an environment") }

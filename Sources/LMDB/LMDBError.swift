@@ -79,9 +79,16 @@ public struct LMDBError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// `"<operation> failed at <path>: <detail>. <recovery>"`
     public var description: String {
+        var text = summary
+        if !recovery.isEmpty { text += ". \(recovery)" }
+        return text
+    }
+
+    /// What failed and where, without the recovery: `"LMDB <operation> failed at <path>: <detail> (code N)"`
+    /// (for errors that wrap this one and state the recovery themselves).
+    public var summary: String {
         var text = "LMDB \(operation) failed at \(path): \(detail)"
         if let code { text += " (code \(code))" }
-        if !recovery.isEmpty { text += ". \(recovery)" }
         return text
     }
 

@@ -19,6 +19,9 @@ struct State: ParsableCommand {
     @Option(help: "The sequence to show the state at (default: the last).")
     var at: UInt64?
 
+    @Flag(help: "Do not compare replay with the digests recorded in the log (for instances written before encodings were canonical).")
+    var noDigestCheck = false
+
     struct Report: Codable {
         struct Node: Codable {
             let path: String
@@ -33,7 +36,7 @@ struct State: ParsableCommand {
     func run() throws {
         let store = try options.open()
         let support = try registeredSupport(store: store, id: id)
-        let tree = try support.state(store, id, at)
+        let tree = try support.state(store, id, at, !noDigestCheck)
         if options.json {
             return emit(try json(Report(
                 instance: id, sequence: tree.sequence, digest: String(tree.digest, radix: 16),

@@ -20,6 +20,8 @@ struct ToolError: Error {
             switch error.kind {
             case .instanceNotFound, .sequenceOutOfRange, .wrongWorkflowType, .instanceExists:
                 return ToolError(code: 2, message: error.description)
+            case .nonDeterministic, .replayMismatch:
+                return ToolError(code: 1, message: error.description)
             default:
                 return ToolError(code: 3, message: describeStorage(error.description, error.storageError))
             }

@@ -22,27 +22,34 @@ public enum WorkflowTool {
 
     /// Runs one command and returns its exit code (for tests and embedding).
     static func run(_ arguments: [String]) -> Int32 {
-        let command: any ParsableCommand
         do {
-            command = try WFCtl.parseAsRoot(arguments)
-        } catch {
-            let code = WFCtl.exitCode(for: error)
-            if code == .success {
-                emit(WFCtl.fullMessage(for: error))
-                return 0
-            }
-            FileHandle.standardError.write(Data((WFCtl.fullMessage(for: error) + "\n").utf8))
-            return 2
-        }
-        do {
-            var mutable = command
-            try mutable.run()
+            var command = try WFCtl.parseAsRoot(arguments)
+            try command.run()
             return 0
         } catch {
-            let failure = ToolError.from(error)
-            FileHandle.standardError.write(Data("wfctl: \(failure.message.replacingOccurrences(of: "\n", with: " "))\n".utf8))
-            return failure.code
+            return report(error)
         }
+    }
+
+    /// Prints what `error` says where it belongs and returns the exit code: help (asked for with
+    /// `--help`, `help` or no command) to stdout with 0; a usage error with its message to stderr
+    /// with 2; anything else as ``ToolError`` maps it.
+    private static func report(_ error: any Error) -> Int32 {
+        if !(error is ToolError) {
+            switch WFCtl.exitCode(for: error) {
+            case .success:
+                emit(WFCtl.fullMessage(for: error))
+                return 0
+            case .validationFailure:
+                FileHandle.standardError.write(Data((WFCtl.fullMessage(for: error) + "\n").utf8))
+                return 2
+            default:
+                break
+            }
+        }
+        let failure = ToolError.from(error)
+        FileHandle.standardError.write(Data("wfctl: \(failure.message.replacingOccurrences(of: "\n", with: " "))\n".utf8))
+        return failure.code
     }
 }
 

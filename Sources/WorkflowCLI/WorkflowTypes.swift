@@ -5,8 +5,11 @@ import Workflow
 /// workflow type with the configuration its instances run with (its action registry and codec).
 public struct WorkflowTypes: Sendable {
     struct Support: Sendable {
-        let state: @Sendable (WorkflowStore, String, UInt64?) throws -> StateTree
-        let verify: @Sendable (WorkflowStore, String) throws -> VerificationReport
+        /// The state of an instance at a sequence (default: the last); the flag says whether
+        /// replay checks recorded digests.
+        let state: @Sendable (WorkflowStore, String, UInt64?, Bool) throws -> StateTree
+        /// Verifies an instance; the flag says whether replay checks recorded digests.
+        let verify: @Sendable (WorkflowStore, String, Bool) throws -> VerificationReport
     }
 
     private(set) var supports: [String: Support] = [:]
@@ -25,9 +28,16 @@ public struct WorkflowTypes: Sendable {
     public mutating func register<W: DurableWorkflow>(
         _ type: W.Type, configuration: @escaping @Sendable (WorkflowStore) throws -> DurableConfiguration
     ) where W.Rendering: Sendable, W.Output: Sendable {
+        @Sendable func made(_ store: WorkflowStore, checkingDigests: Bool) throws -> DurableConfiguration {
+            var made = try configuration(store)
+            if !checkingDigests { made.checksRecordedDigests = false }
+            return made
+        }
         supports[String(reflecting: W.self)] = Support(
-            state: { store, id, sequence in try store.state(of: id, as: W.self, at: sequence, configuration: configuration(store)) },
-            verify: { store, id in try store.verify(id: id, as: W.self, configuration: configuration(store)) })
+            state: { store, id, sequence, digests in
+                try store.state(of: id, as: W.self, at: sequence, configuration: made(store, checkingDigests: digests))
+            },
+            verify: { store, id, digests in try store.verify(id: id, as: W.self, configuration: made(store, checkingDigests: digests)) })
     }
 
     func support(for workflowType: String) -> Support? { supports[workflowType] }

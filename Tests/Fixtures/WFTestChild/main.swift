@@ -217,6 +217,28 @@ do {
         say("ready")
         while true { sleep(60) }
 
+    case "canonical-encode":
+        // canonical-encode COUNT: prints the binary encoding (hex) of TagBook's sample state with
+        // COUNT tags: a Set, a dictionary keyed by a struct, nested sets.
+        let bytes = try BinaryPayloadCodec().encode(TagBook.sampleState(count: Int(arguments[1])!))
+        say(bytes.map { String($0, radix: 16) }.joined(separator: " "))
+
+    case "tagbook-write":
+        // tagbook-write STORE COUNT: starts instance "tags" of TagBook and tags it COUNT times (strict).
+        let store = try WorkflowStore.open(path: arguments[1])
+        let host = try store.start(TagBook(), id: "tags", configuration: DurableConfiguration(actions: TagBook.actions))
+        for index in 0..<Int(arguments[2])! { host.rendering.sink.send(.init(name: "tag-\(index)")) }
+        if let failure = host.failure { fail("host failed: \(failure)") }
+        say("done \(host.rendering.state.tags.count)")
+
+    case "hashorder-write":
+        // hashorder-write STORE COUNT: starts instance "old" of HashOrderBook and tags it COUNT times.
+        let store = try WorkflowStore.open(path: arguments[1])
+        let host = try store.start(HashOrderBook(), id: "old", configuration: HashOrderBook.configuration)
+        for index in 0..<Int(arguments[2])! { host.rendering.sink.send(.init(name: "tag-\(index)")) }
+        if let failure = host.failure { fail("host failed: \(failure)") }
+        say("done \(host.rendering.state.tags.count)")
+
     case "observer-worker-teardown":
         // observer-worker-teardown ROUNDS: with an observer attached, renders 1,000 children that
         // each run a never-ending worker, drops 500 of them, stops the host; ROUNDS times.

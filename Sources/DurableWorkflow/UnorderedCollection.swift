@@ -1,0 +1,41 @@
+/// The standard collections whose `encode(to:)` writes elements in the process's hash order
+/// (seeded per process): a `Set`, and a `Dictionary` whose keys are neither `String` nor `Int`
+/// (those go to an unkeyed container as key, value, key, value...). ``BinaryPayloadCodec`` puts
+/// their elements in a canonical order, so equal values encode to equal bytes in every process
+/// (rule D9): elements sorted by their encoded bytes, or pairs by their key's encoded bytes.
+/// (A dictionary keyed by `String` or `Int` is a keyed container, whose entries the codec
+/// always writes in key order.)
+protocol UnorderedCollection {
+    /// Whether the unkeyed encoding is a sequence of key-value pairs rather than of elements.
+    static var encodesPairs: Bool { get }
+}
+
+extension Set: UnorderedCollection where Element: Encodable {
+    static var encodesPairs: Bool { false }
+}
+
+extension Dictionary: UnorderedCollection where Key: Encodable, Value: Encodable {
+    static var encodesPairs: Bool { true }
+}
+
+extension BinaryEncoding {
+    /// `item` (the encoding of a value of `type`) with its elements in canonical order.
+    static func canonical(_ item: Item, of type: any UnorderedCollection.Type) -> Item {
+        guard case .array(let array) = item, array.items.count > 1 else { return item }
+        let width = type.encodesPairs ? 2 : 1
+        guard array.items.count % width == 0 else { return item }
+        var groups: [(key: [UInt8], rest: [UInt8], items: ArraySlice<Item>)] = []
+        groups.reserveCapacity(array.items.count / width)
+        for start in stride(from: 0, to: array.items.count, by: width) {
+            var key: [UInt8] = [], rest: [UInt8] = []
+            write(array.items[start], to: &key)
+            if width == 2 { write(array.items[start + 1], to: &rest) }
+            groups.append((key, rest, array.items[start..<start + width]))
+        }
+        groups.sort { $0.key.lexicographicallyPrecedes($1.key) || ($0.key == $1.key && $0.rest.lexicographicallyPrecedes($1.rest)) }
+        let sorted = ArrayItems()
+        sorted.items.reserveCapacity(array.items.count)
+        for group in groups { sorted.items.append(contentsOf: group.items) }
+        return .array(sorted)
+    }
+}
