@@ -190,7 +190,7 @@ extension BinaryEncoding {
         func encodeValue<T: Encodable>(_ value: T) throws {
             if BinaryEncoding.writePrimitive(value, to: &bytes) { return }
             // Elements in hash order: the tree puts them in canonical order.
-            if T.self is any UnorderedCollection.Type { throw abandon() }
+            if let unordered = T.self as? any UnorderedCollection.Type, unordered.mayEncodeInHashOrder { throw abandon() }
             let id = nextFrameID
             nextFrameID += 1
             frames.append(Frame(kind: .pending, id: id, start: bytes.count, isValue: true, firstEntry: entries.count))

@@ -8,14 +8,19 @@
 protocol UnorderedCollection {
     /// Whether the unkeyed encoding is a sequence of key-value pairs rather than of elements.
     static var encodesPairs: Bool { get }
+    /// Whether its encoding may be an unkeyed container in hash order (a dictionary keyed by
+    /// `String` or `Int` never is).
+    static var mayEncodeInHashOrder: Bool { get }
 }
 
 extension Set: UnorderedCollection where Element: Encodable {
     static var encodesPairs: Bool { false }
+    static var mayEncodeInHashOrder: Bool { true }
 }
 
 extension Dictionary: UnorderedCollection where Key: Encodable, Value: Encodable {
     static var encodesPairs: Bool { true }
+    static var mayEncodeInHashOrder: Bool { Key.self != String.self && Key.self != Int.self }
 }
 
 extension BinaryEncoding {

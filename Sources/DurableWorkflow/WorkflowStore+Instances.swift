@@ -191,31 +191,42 @@ extension WorkflowStore {
     }
 
     /// Calls `visit` with entries `from...through` of the instance, in order, read in place inside
-    /// one read transaction (a view's payload is valid only during its call). A missing entry or
-    /// one whose checksum fails is ``DurableError/Kind/corruptEntry``; errors `visit` throws end
-    /// the walk and are rethrown.
+    /// one read transaction (a view's payload is valid only during its call). A missing entry, one
+    /// whose checksum fails or one on a damaged page is ``DurableError/Kind/corruptEntry`` naming
+    /// its sequence; errors `visit` throws end the walk and are rethrown.
     func visitEntries(
         record: InstanceRecord, id: String, from: UInt64, through: UInt64, _ visit: (LogEntry.View) throws -> Void
     ) throws {
         // Sequences start at 1.
         let from = max(from, 1)
         guard from <= through else { return }
-        try storageCall(instance: id) {
-            try environment.read { txn in
-                var expected = from
-                var cache = LogEntry.DecodingCache()
-                try txn.forEach(in: layout.log, from: LogKey(instance: record.key, sequence: from)) { key, value in
-                    let logKey = try LogKey(lmdbBytes: key)
-                    guard logKey.instance == record.key, logKey.sequence <= through else { return false }
-                    guard logKey.sequence == expected, let entry = LogEntry.View.decode(value, sequence: logKey.sequence, cache: &cache) else {
-                        throw corrupt(id, sequence: expected)
-                    }
-                    try visit(entry)
-                    expected += 1
-                    return true
+        var expected = from
+        do {
+            try visitEntries(record: record, id: id, from: from, through: through, expected: &expected, visit)
+        } catch let error as LMDBError where error.kind == .corrupted {
+            throw DurableError(.corruptEntry, store: path, instance: id, sequence: expected,
+                               detail: "log entry \(expected) cannot be read: \(error.summary)", recovery: error.recovery, storageError: error)
+        } catch let error as LMDBError {
+            throw DurableError.storage(error, store: path, instance: id)
+        }
+    }
+
+    private func visitEntries(
+        record: InstanceRecord, id: String, from: UInt64, through: UInt64, expected: inout UInt64, _ visit: (LogEntry.View) throws -> Void
+    ) throws {
+        try environment.read { txn in
+            var cache = LogEntry.DecodingCache()
+            try txn.forEach(in: layout.log, from: LogKey(instance: record.key, sequence: from)) { key, value in
+                let logKey = try LogKey(lmdbBytes: key)
+                guard logKey.instance == record.key, logKey.sequence <= through else { return false }
+                guard logKey.sequence == expected, let entry = LogEntry.View.decode(value, sequence: logKey.sequence, cache: &cache) else {
+                    throw corrupt(id, sequence: expected)
                 }
-                if expected <= through { throw corrupt(id, sequence: expected) }
+                try visit(entry)
+                expected += 1
+                return true
             }
+            if expected <= through { throw corrupt(id, sequence: expected) }
         }
     }
 

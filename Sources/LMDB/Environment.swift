@@ -28,6 +28,12 @@ public final class Environment: Sendable {
     public let configuration: EnvironmentConfiguration
     /// LMDB's maximum key size in bytes (511 for the Debian build).
     public let maxKeySize: Int
+    /// The size of a page of the data file.
+    let pageSize: UInt
+    /// The data file's inode, to find its mapping (``MapLocation``).
+    private let dataFileInode: UInt64
+    /// Where the data file is mapped (0: unknown); changed only under the gate's exclusive lock.
+    private let mapStart = Atomic<UInt>(0)
 
     // MDB_env is safe to share between threads when opened with MDB_NOTLS: transactions are
     // begun from any thread, mdb_env_info/stat/sync are thread-safe, and map resizes are kept
@@ -44,6 +50,11 @@ public final class Environment: Sendable {
         self.handle = handle
         self.identity = identity
         self.maxKeySize = Int(mdb_env_get_maxkeysize(handle))
+        var stat = MDB_stat()
+        mdb_env_stat(handle, &stat)
+        self.pageSize = UInt(stat.ms_psize)
+        self.dataFileInode = MapLocation.inode(of: path + "/data.mdb")
+        mapStart.store(MapLocation.start(ofFileWithInode: dataFileInode) ?? 0, ordering: .relaxed)
         self.writerQueue = DispatchQueue(label: "lmdb.writer:\(path)")
     }
 
@@ -112,6 +123,17 @@ public final class Environment: Sendable {
 
     // MARK: - Transactions
 
+    /// Where values may lie, as of now (called with a transaction begun, so the map is stable).
+    private func mapSpan(acceptsOutside: Bool) -> MapSpan {
+        let start = mapStart.load(ordering: .relaxed)
+        guard start != 0 else { return MapSpan(start: 0, mappedEnd: 0, usedEnd: 0, acceptsOutside: true) }
+        var info = MDB_envinfo()
+        mdb_env_info(handle, &info)
+        let used = (UInt(info.me_last_pgno) + 1) * pageSize
+        return MapSpan(start: start, mappedEnd: start + UInt(info.me_mapsize), usedEnd: start + min(used, UInt(info.me_mapsize)),
+                       acceptsOutside: acceptsOutside)
+    }
+
     /// Runs `body` in a read-only snapshot of the store. Keep reads short: a long-lived read
     /// transaction stops LMDB from reusing pages and the file grows.
     public func read<R>(_ body: (borrowing ReadTransaction) throws -> R) throws -> R {
@@ -122,7 +144,7 @@ public final class Environment: Sendable {
                 if rc == MDB_MAP_RESIZED { return .retryAfterResize }
                 guard rc == 0, let txn else { throw LMDBError.from(code: rc, path: path, operation: "begin a read transaction") }
                 defer { mdb_txn_abort(txn) }
-                var state = TransactionState()
+                var state = TransactionState(span: mapSpan(acceptsOutside: false))
                 return .done(try withUnsafeMutablePointer(to: &state) { statePointer in
                     try body(ReadTransaction(txn: txn, environment: self, state: statePointer))
                 })
@@ -165,7 +187,7 @@ public final class Environment: Sendable {
                         if base != 0 { mdb_env_set_flags(handle, base, 1) }
                     }
                 }
-                var state = TransactionState()
+                var state = TransactionState(span: mapSpan(acceptsOutside: true))
                 let mapSize = currentMapSize()
                 let result: R
                 do {
@@ -245,6 +267,7 @@ public final class Environment: Sendable {
             let next = min(max(current * 2, current + (1 << 20)), configuration.maximumMapSize)
             let rc = mdb_env_set_mapsize(handle, next)
             guard rc == 0 else { throw LMDBError.from(code: rc, path: path, operation: "grow the map") }
+            mapStart.store(MapLocation.start(ofFileWithInode: dataFileInode) ?? 0, ordering: .relaxed)
         }
     }
 
@@ -253,6 +276,7 @@ public final class Environment: Sendable {
         try gate.withExclusive { () throws(LMDBError) in
             let rc = mdb_env_set_mapsize(handle, 0)
             guard rc == 0 else { throw LMDBError.from(code: rc, path: path, operation: "adopt the new map size") }
+            mapStart.store(MapLocation.start(ofFileWithInode: dataFileInode) ?? 0, ordering: .relaxed)
         }
     }
 

@@ -12,7 +12,7 @@ extension Transaction where Mode: TransactionMode {
             let rc = withMDBVal(keyBytes) { mdb_get(txn, database.dbi, &$0, &data) }
             if rc == MDB_NOTFOUND { return nil }
             guard rc == 0 else { throw failure(rc, "get from \(database.label)") }
-            return data.buffer
+            return try checked(data.buffer, "get from \(database.label)")
         }
         return try found.map(body)
     }
@@ -87,7 +87,7 @@ extension Transaction where Mode: TransactionMode {
             }
             let step = reverse ? MDB_PREV : MDB_NEXT
             while let current = entry {
-                guard try body(current.key, current.value) else { return }
+                guard try body(current.key, try checked(current.value, "read \(database.label)")) else { return }
                 let (next, rc) = cursorMove(cursor.cursor, step)
                 guard rc == 0 || rc == MDB_NOTFOUND else { throw cursor.failure(rc, reverse ? "previous" : "next") }
                 entry = next

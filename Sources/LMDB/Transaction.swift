@@ -39,6 +39,10 @@ public struct Transaction<Mode: TransactionMode>: ~Copyable {
         return LMDBError.from(code: rc, path: environment.path, operation: operation())
     }
 
+    func outsideMap(_ value: UnsafeRawBufferPointer, _ operation: String) -> LMDBError {
+        LMDB.outsideMap(value, operation, path: environment.path)
+    }
+
     func checkKey(_ key: UnsafeRawBufferPointer, _ operation: @autoclosure () -> String) throws(LMDBError) {
         try checkKeySize(key, in: environment, operation())
     }
@@ -60,6 +64,49 @@ struct TransactionState {
     /// A write hit `MDB_MAP_FULL`: the transaction is dead and must be retried after growth,
     /// whatever the closure did with the error.
     var mapFull = false
+    /// Where values read in this transaction may lie.
+    let span: MapSpan
+}
+
+/// The part of the memory map that holds committed pages, as of a transaction's start: every
+/// value LMDB hands out from the map must lie within it. A corrupt page can make LMDB hand out
+/// a value that points past the file's end or outside the map (reading it would end the process
+/// with SIGBUS or SIGSEGV): such a value is refused with ``LMDBError/Kind/corrupted``.
+struct MapSpan {
+    let start: UInt
+    /// The end of the mapping.
+    let mappedEnd: UInt
+    /// The end of the pages in use (the last committed page's end).
+    let usedEnd: UInt
+    /// A write transaction's own new pages live outside the map (LMDB keeps them in memory
+    /// until commit), so values outside the map are accepted from it.
+    let acceptsOutside: Bool
+
+    /// Whether `value` lies where a value may.
+    @inline(__always)
+    func contains(_ value: UnsafeRawBufferPointer) -> Bool {
+        guard let base = value.baseAddress, value.count > 0 else { return true }
+        let low = UInt(bitPattern: base)
+        let (high, overflow) = low.addingReportingOverflow(UInt(value.count))
+        if low >= start && low < mappedEnd { return !overflow && high <= usedEnd }
+        return acceptsOutside
+    }
+}
+
+extension Transaction {
+    /// `value`, read from the map by `operation`, once checked to lie within the pages in use.
+    @inline(__always)
+    func checked(_ value: UnsafeRawBufferPointer, _ operation: @autoclosure () -> String) throws(LMDBError) -> UnsafeRawBufferPointer {
+        guard state.pointee.span.contains(value) else { throw outsideMap(value, operation()) }
+        return value
+    }
+}
+
+/// The error for a value that LMDB located outside the pages in use.
+func outsideMap(_ value: UnsafeRawBufferPointer, _ operation: String, path: String) -> LMDBError {
+    LMDBError(kind: .corrupted, path: path, operation: operation,
+              detail: "a stored value of \(value.count) bytes lies outside the store's pages: a page is damaged",
+              recovery: "Restore the store from a copy; wfctl check lists what is damaged")
 }
 
 @inline(__always)

@@ -239,6 +239,17 @@ do {
         if let failure = host.failure { fail("host failed: \(failure)") }
         say("done \(host.rendering.state.tags.count)")
 
+    case "resume-counter":
+        // resume-counter STORE ID: resumes DurableCounter instance ID and prints "count N", or
+        // "error KIND sequence S: DESCRIPTION" for a DurableError.
+        let store = try WorkflowStore.open(path: arguments[1])
+        do {
+            let host = try store.resume(id: arguments[2], as: DurableCounter.self, configuration: DurableConfiguration(actions: DurableCounter.actions))
+            say("count \(host.rendering.state.count)")
+        } catch let error as DurableError {
+            say("error \(error.kind) sequence \(error.sequence.map(String.init) ?? "-"): \(error)")
+        }
+
     case "observer-worker-teardown":
         // observer-worker-teardown ROUNDS: with an observer attached, renders 1,000 children that
         // each run a never-ending worker, drops 500 of them, stops the host; ROUNDS times.
