@@ -188,6 +188,9 @@ final class LogWriter: Sendable {
         let started = ContinuousClock.now
         do {
             record = try store.environment.write(durability: durability) { txn in
+                // The environment runs this closure again after growing a full map: start afresh.
+                written.removeAll(keepingCapacity: true)
+                payload.removeAll(keepingCapacity: true)
                 // Read-modify-write, so a status set meanwhile (complete) is kept.
                 let stored = try txn.value(forKey: cached.stateKey, in: layout.log) { cached.withState($0) }
                 var updated = stored ?? cached

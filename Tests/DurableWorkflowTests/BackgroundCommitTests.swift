@@ -284,6 +284,24 @@ struct BackgroundCommitTests {
         #expect(try store.instance(id: "f")?.lastSequence == committed + 1)
     }
 
+    @Test("commits that grow the map on the way tell observers of each entry once (issue 22, 8)")
+    func mapGrowthAppendsOnce() async throws {
+        let dir = TemporaryDirectory("background-growth-observed")
+        let growing = StoreConfiguration(environment: .init(initialMapSize: 64 << 10, maximumMapSize: 256 << 20))
+        let store = try WorkflowStore.open(path: dir.path, configuration: growing)
+        let appended = AppendedEntries()
+        var configuration = counterConfiguration(.grouped(maxBatch: 256, maxDelay: .seconds(3600)))
+        configuration.observers = [appended]
+        let host = try store.start(DurableCounter(), id: "g", configuration: configuration)
+        for _ in 0..<5000 { host.rendering.sink.send(.init(amount: 1)) }
+        await host.flush()
+        #expect(host.failure == nil)
+        let last = try #require(try store.instance(id: "g")).lastSequence
+        #expect(last == 5001)
+        #expect(try store.statistics().mapSize > 64 << 10, "the map grew")
+        #expect(appended.all.map(\.sequence) == Array(1...last))
+    }
+
     @Test("an action that cannot be encoded stops a grouped host once its batch is written: a typed error naming instance, sequence and tag; its batch is not written; what was committed resumes")
     func unencodableActionInBackground() async throws {
         let dir = TemporaryDirectory("background-unencodable")
