@@ -6,7 +6,8 @@ let package = Package(
     name: "Benchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(path: "../"),
+        // Named, so that the products below are found whatever the clone's folder is called.
+        .package(name: "DurableWorkflow", path: "../"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
     ],
@@ -14,11 +15,11 @@ let package = Package(
         .executableTarget(
             name: "wf-bench",
             dependencies: [
-                .product(name: "LMDB", package: "main"),
-                .product(name: "Workflow", package: "main"),
-                .product(name: "DurableWorkflow", package: "main"),
-                .product(name: "WorkflowSignals", package: "main"),
-                .product(name: "WorkflowFeedback", package: "main"),
+                .product(name: "LMDB", package: "DurableWorkflow"),
+                .product(name: "Workflow", package: "DurableWorkflow"),
+                .product(name: "DurableWorkflow", package: "DurableWorkflow"),
+                .product(name: "WorkflowSignals", package: "DurableWorkflow"),
+                .product(name: "WorkflowFeedback", package: "DurableWorkflow"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
