@@ -18,7 +18,10 @@ public final class FeedbackLoop<Reducer: FeedbackReducer>: Sendable {
     private struct Lifecycle {
         var started = false
         var stopped = false
+        /// Events sent before ``start()`` or while it hands the earlier ones over, in order.
         var early: [Event] = []
+        /// `start()` is handing `early` to the host: later sends queue behind it.
+        var handingOverEarly = false
         var tasks: [Task<Void, Never>] = []
     }
 
@@ -82,23 +85,35 @@ public final class FeedbackLoop<Reducer: FeedbackReducer>: Sendable {
         }
     }
 
-    /// Starts the feedbacks, then reduces the events sent before now, in order.
+    /// Starts the feedbacks, then reduces the events sent before now, in order; events sent
+    /// meanwhile from other threads are reduced after them, in the order they were sent.
     public func start() {
-        let early = lifecycle.withLock { lifecycle -> [Event]? in
-            guard !lifecycle.started, !lifecycle.stopped else { return nil }
+        let starts = lifecycle.withLock { lifecycle -> Bool in
+            guard !lifecycle.started, !lifecycle.stopped else { return false }
             lifecycle.started = true
+            lifecycle.handingOverEarly = true
             lifecycle.tasks = startFeedbacks()
-            defer { lifecycle.early = [] }
-            return lifecycle.early
+            return true
         }
-        for event in early ?? [] { deliver(event) }
+        guard starts else { return }
+        // Hands over what was kept, batch by batch (delivered outside the lock: a delivery may run
+        // code that sends), until nothing is left; sends then go straight to the host.
+        while true {
+            let batch = lifecycle.withLock { lifecycle -> [Event] in
+                if lifecycle.early.isEmpty { lifecycle.handingOverEarly = false }
+                defer { lifecycle.early = [] }
+                return lifecycle.early
+            }
+            if batch.isEmpty { return }
+            for event in batch { deliver(event) }
+        }
     }
 
     /// Sends an external event: reduced at once when the loop is idle (queued otherwise), or kept
-    /// until ``start()`` if the loop has not started.
+    /// until ``start()`` if the loop has not started. Events are reduced in the order of the calls.
     public func send(_ event: Event) {
         let now = lifecycle.withLock { lifecycle -> Bool in
-            if lifecycle.started { return true }
+            if lifecycle.started && !lifecycle.handingOverEarly { return true }
             lifecycle.early.append(event)
             return false
         }

@@ -74,6 +74,31 @@ struct FeedbackLoopTests {
         #expect(loop.state == [1, 2])
     }
 
+    @Test("events sent from one thread while another starts the loop are reduced once each, in the order they were sent (issue 22, 7)")
+    func sendsAroundStartKeepTheirOrder() async {
+        for _ in 0..<30 {
+            let loop = FeedbackLoop(initial: [Int](), reduce: { (state: inout [Int], event: Int) in state.append(event) })
+            let fiftySent = DispatchSemaphore(value: 0)
+            let sender = Thread {
+                for event in 0..<400 {
+                    loop.send(event)
+                    if event == 50 { fiftySent.signal() }
+                }
+            }
+            sender.start()
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                Thread {
+                    fiftySent.wait()
+                    loop.start()
+                    done.resume()
+                }.start()
+            }
+            #expect(await eventually { loop.state.count == 400 })
+            #expect(loop.state == Array(0..<400))
+            loop.stop()
+        }
+    }
+
     @Test("latest wins cancels the running effect; first wins ignores triggers while one runs")
     func overlap() async {
         let latestStarted = Recorder<Int>(), latestCancelled = Recorder<Int>(), firstStarted = Recorder<Int>()

@@ -121,6 +121,24 @@ struct WorkerTests {
         #expect(log.all.last == "worker end w" || log.all.contains("end /Collector<IdleWorker>"))
     }
 
+    @Test("a value emitted together with one whose action ends the worker is reported as discarded, never silently lost (issue 22, 6)")
+    func secondValueOfEndedWorkerIsReported() async {
+        for _ in 0..<20 {
+            let log = EventLog()
+            let host = WorkflowHost(
+                workflow: Collector(worker: BurstWorker(values: [1, 2]), stopAt: 1),
+                configuration: .init(observers: [RecordingObserver(log: log)]))
+            let rendering = await waitForRendering(host) { $0.values == [1] }
+            #expect(rendering != nil)
+            let deadline = ContinuousClock.now + .seconds(5)
+            while log.count(where: { $0.hasPrefix("discarded") }) == 0, ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(1))
+            }
+            #expect(log.all.filter { $0.hasPrefix("discarded") } == ["discarded workerEnded output of a worker: Int"], "\(log.all)")
+            #expect(host.rendering.values == [1])
+        }
+    }
+
     @Test("with an observer attached, children whose workers run are dropped without touching freed nodes (issue 22, 1)")
     func droppedChildrenWithObserver() throws {
         // A use after free reads freed memory without always crashing: 20 rounds of 1,000

@@ -50,8 +50,9 @@ final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtoco
         let idempotencyKey = self.idempotencyKey
         task = Task {
             await WorkerContext.$idempotencyKey.withValue(idempotencyKey) {
+                // Every value goes to the host, also after the worker was ended: the host reports
+                // it as discarded (rule R5). The sequence ends when the task is cancelled.
                 for await value in worker.run() {
-                    if Task.isCancelled { break }
                     queue.enqueue(.work(WorkerDelivery(nodeID: nodeID, recordID: recordID, value: value, origin: origin)))
                 }
             }
