@@ -94,14 +94,17 @@ public struct Cursor<Key, Value, Mode: TransactionMode>: ~Copyable {
             let rc = mdb_cursor_get(cursor, &keyVal, &data, op)
             if rc == MDB_NOTFOUND { return nil }
             guard rc == 0 else { throw failure(rc, name) }
-            return RawEntry(key: keyVal.buffer, value: try checked(data.buffer, name))
+            return RawEntry(key: try checked(keyVal.buffer, name), value: try checked(data.buffer, name))
         }
     }
 
     private func move(_ op: MDB_cursor_op, _ name: String) throws(LMDBError) -> RawEntry? {
         let (entry, rc) = cursorMove(cursor, op)
         guard rc == 0 || rc == MDB_NOTFOUND || (rc == EINVAL && op == MDB_GET_CURRENT) else { throw failure(rc, name) }
-        if let entry { _ = try checked(entry.value, name) }
+        if let entry {
+            _ = try checked(entry.key, name)
+            _ = try checked(entry.value, name)
+        }
         return entry
     }
 

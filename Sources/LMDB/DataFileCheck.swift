@@ -72,7 +72,7 @@ enum DataFileCheck {
             throw LMDBError(kind: .corrupted, path: path, operation: "open",
                             detail: "data.mdb is \(size) bytes, but its last committed transaction (\(newest.txn)) uses \(needed) bytes "
                                 + "(pages 0 to \(newest.lastPage) of \(newest.pageSize) bytes): the file was truncated",
-                            recovery: "Restore the store from a copy; it cannot be repaired in place (wfctl check lists what is damaged)")
+                            recovery: "Restore the store from a copy; it cannot be repaired in place")
         }
     }
 }

@@ -105,7 +105,7 @@ extension Transaction {
 /// The error for a value that LMDB located outside the pages in use.
 func outsideMap(_ value: UnsafeRawBufferPointer, _ operation: String, path: String) -> LMDBError {
     LMDBError(kind: .corrupted, path: path, operation: operation,
-              detail: "a stored value of \(value.count) bytes lies outside the store's pages: a page is damaged",
+              detail: "a stored key or value of \(value.count) bytes lies outside the store's pages: a page is damaged",
               recovery: "Restore the store from a copy; wfctl check lists what is damaged")
 }
 

@@ -62,7 +62,7 @@ struct WFCtl: ParsableCommand {
         Read commands open the store read-only and are safe against a running service.
         Exit codes: 0 ok, 1 finding (e.g. a divergence), 2 usage, 3 store error.
         """,
-        subcommands: [Info.self, List.self, Log.self, State.self, Verify.self, Signals.self,
+        subcommands: [Info.self, List.self, Log.self, State.self, Verify.self, Check.self, CheckWalk.self, Signals.self,
                       Export.self, Import.self, Compact.self, Fork.self])
 }
 

@@ -131,23 +131,9 @@ struct DurableBadInputTests {
     func damagedNodeSize() throws {
         let dir = TemporaryDirectory("bad-node-size")
         try makeStore(dir)
-        // Instance "bad" has key 1: find every copy of entry 3's node in the file (its key, 16
-        // bytes, follows the node's header: data size low and high halves, flags, key size) and
-        // make its data size 16 MiB larger than the file.
-        let key: [UInt8] = withUnsafeBytes(of: UInt64(1).bigEndian) { Array($0) } + withUnsafeBytes(of: UInt64(3).bigEndian) { Array($0) }
-        var file = try [UInt8](Data(contentsOf: URL(fileURLWithPath: dir.child("data.mdb"))))
-        var damaged = 0
-        var offset = 8
-        while offset + key.count <= file.count {
-            if file[offset] == key[0], Array(file[offset..<offset + key.count]) == key, file[offset - 2] == 16, file[offset - 1] == 0 {
-                file[offset - 6] = 0
-                file[offset - 5] = 1
-                damaged += 1
-            }
-            offset += 1
-        }
+        // Instance "bad" has key 1: make entry 3's stored size run far past the file's end.
+        let damaged = try PageDamage.growStoredSize(ofKey: PageDamage.logKey(instance: 1, sequence: 3), inDataFile: dir.child("data.mdb"))
         #expect(damaged >= 1)
-        try Data(file).write(to: URL(fileURLWithPath: dir.child("data.mdb")))
         let child = try ChildProcess(["resume-counter", dir.path, "bad"], mergeStandardError: true)
         let output = child.readRemainingLines().joined(separator: "\n")
         #expect(try child.waitForExit() == 0, "the resume crashed: \(output)")

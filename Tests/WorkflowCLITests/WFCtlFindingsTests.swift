@@ -80,4 +80,28 @@ struct WFCtlFindingsTests {
         let recovery = "Restore the store from a copy"
         #expect(line.components(separatedBy: recovery).count == 2, "the recovery should appear once: \(line)")
     }
+
+    @Test("check reads a whole store: intact exits 0; a damaged entry or a truncated file is reported, exit 1, without a crash")
+    func checkWalksTheStore() throws {
+        let dir = TemporaryDirectory("cli-check")
+        try makeCounterStore(dir.child("store"), increments: 30)
+        try makeCounterStore(dir.child("store"), id: "second", increments: 30)
+        let intact = try wfctl(["check", dir.child("store")])
+        #expect(intact.code == 0, "\(intact.lines)")
+        #expect(intact.lines.first?.contains("2 instance(s), 62 log entries") == true, "\(intact.lines)")
+
+        #expect(try PageDamage.growStoredSize(ofKey: PageDamage.logKey(instance: 1, sequence: 7), inDataFile: dir.child("store/data.mdb")) >= 1)
+        let damaged = try wfctl(["check", dir.child("store"), "--json"])
+        #expect(damaged.code == 1, "\(damaged.lines)")
+        let report = try JSONSerialization.jsonObject(with: Data(damaged.lines.dropLast().joined().utf8)) as? [String: Any]
+        let found = report?["damage"] as? [[String: Any]] ?? []
+        #expect(found.contains { $0["area"] as? String == "log" && $0["instance"] as? String == "counter" && $0["sequence"] as? Int == 7 },
+                "\(damaged.lines)")
+        #expect(report?["entries"] as? Int == 6 + 31, "the walk went on past the damage to the next instance")
+
+        truncate(dir.child("store/data.mdb"), 12288)
+        let truncated = try wfctl(["check", dir.child("store")])
+        #expect(truncated.code == 1, "\(truncated.lines)")
+        #expect(truncated.lines.contains { $0.hasPrefix("file") && $0.contains("was truncated") })
+    }
 }

@@ -1,0 +1,125 @@
+import LMDB
+
+/// One finding of ``WorkflowStore/check(progress:)``: what is damaged and where.
+public struct StoreDamage: Sendable, Hashable, Codable {
+    /// The part of the store: `"log"`, `"snapshots"`, `"instances"` or `"meta"`.
+    public let area: String
+    /// The instance, when one is concerned.
+    public let instance: String?
+    /// The log or snapshot sequence, when one is concerned.
+    public let sequence: UInt64?
+    /// What was found.
+    public let detail: String
+
+    /// A finding (tools that check a store in another process make them too).
+    public init(area: String, instance: String?, sequence: UInt64?, detail: String) {
+        self.area = area
+        self.instance = instance
+        self.sequence = sequence
+        self.detail = detail
+    }
+}
+
+/// What a walk over a whole store found.
+public struct StoreCheckReport: Sendable, Codable {
+    /// Instances whose logs were read.
+    public let instances: Int
+    /// Log entries read and checked (checksum, decoding, bounds).
+    public let entries: UInt64
+    /// Snapshots read and decoded.
+    public let snapshots: Int
+    /// Everything damaged, in the order found.
+    public let damage: [StoreDamage]
+
+    /// Whether nothing is damaged.
+    public var isIntact: Bool { damage.isEmpty }
+
+    /// A report (tools that check a store in another process make them too).
+    public init(instances: Int, entries: UInt64, snapshots: Int, damage: [StoreDamage]) {
+        self.instances = instances
+        self.entries = entries
+        self.snapshots = snapshots
+        self.damage = damage
+    }
+}
+
+extension WorkflowStore {
+    /// Reads the whole store and reports what is damaged instead of stopping at the first
+    /// problem: every record of every named database (so LMDB visits every page), every
+    /// instance's index record, every log entry (checksum, decoding, dense sequences) and every
+    /// snapshot. Read-only and safe against a running writer. `progress` is told what is read
+    /// next, before it is read, so that a caller running this in a child process can say where
+    /// it stopped if LMDB itself ends the process on a damaged page (`wfctl check` does).
+    public func check(progress: (String) -> Void = { _ in }) throws -> StoreCheckReport {
+        var damage: [StoreDamage] = []
+        var entries: UInt64 = 0, snapshots = 0
+        func walk<K: LMDBEncodable, V>(_ database: Database<K, V>, _ area: String) {
+            progress("reading every record of \(area)")
+            do {
+                try environment.read { txn in try txn.forEach(in: database) { _, _ in true } }
+            } catch {
+                damage.append(StoreDamage(area: area, instance: nil, sequence: nil, detail: "\(error)"))
+            }
+        }
+        walk(layout.meta, "meta")
+        walk(layout.instances, "instances")
+        walk(layout.log, "log")
+        walk(layout.snapshots, "snapshots")
+
+        progress("listing instances")
+        var ids: [String] = []
+        do {
+            try environment.read { txn in
+                try txn.forEach(in: layout.instances) { key, _ in
+                    ids.append(try String(lmdbBytes: key))
+                    return true
+                }
+            }
+        } catch {
+            damage.append(StoreDamage(area: "instances", instance: nil, sequence: nil, detail: "\(error)"))
+        }
+        for id in ids {
+            progress("reading instance \(id)")
+            let record: InstanceRecord
+            do {
+                guard let found = try self.record(id: id) else {
+                    damage.append(StoreDamage(area: "instances", instance: id, sequence: nil, detail: "its index record is unreadable"))
+                    continue
+                }
+                record = found
+            } catch {
+                damage.append(StoreDamage(area: "instances", instance: id, sequence: nil, detail: "\(error)"))
+                continue
+            }
+            progress("reading the log of \(id), entries 1 to \(record.lastSequence)")
+            var read: UInt64 = 0
+            do {
+                try visitEntries(record: record, id: id, from: 1, through: record.lastSequence) { _ in read += 1 }
+            } catch let error as DurableError {
+                damage.append(StoreDamage(area: "log", instance: id, sequence: error.sequence, detail: error.detail))
+            } catch {
+                damage.append(StoreDamage(area: "log", instance: id, sequence: nil, detail: "\(error)"))
+            }
+            entries += read
+            progress("reading the snapshots of \(id)")
+            do {
+                try environment.read { txn in
+                    try txn.forEach(in: layout.snapshots, from: LogKey(instance: record.key, sequence: 0)) { key, value in
+                        let snapshotKey = try LogKey(lmdbBytes: key)
+                        guard snapshotKey.instance == record.key else { return false }
+                        if Snapshot.decode(value) == nil {
+                            damage.append(StoreDamage(area: "snapshots", instance: id, sequence: snapshotKey.sequence,
+                                                      detail: "the snapshot does not decode (replay skips it)"))
+                        } else {
+                            snapshots += 1
+                        }
+                        return true
+                    }
+                }
+            } catch {
+                damage.append(StoreDamage(area: "snapshots", instance: id, sequence: nil, detail: "\(error)"))
+            }
+        }
+        return StoreCheckReport(instances: ids.count, entries: entries, snapshots: snapshots, damage: damage)
+    }
+}
