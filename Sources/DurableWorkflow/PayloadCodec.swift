@@ -48,7 +48,7 @@ enum BuiltInCodecs {
     }
 }
 
-/// JSON with sorted keys (deterministic), via Foundation's encoder: human-readable payloads at
+/// JSON with sorted keys and canonically ordered sets (deterministic), via Foundation's encoder: human-readable payloads at
 /// several times the cost of ``BinaryPayloadCodec``.
 public struct JSONPayloadCodec: PayloadCodec {
     static let codecName = "json"
@@ -67,8 +67,12 @@ public struct JSONPayloadCodec: PayloadCodec {
         encoder.outputFormatting = [.sortedKeys]
     }
 
+    /// Sets, and dictionaries keyed by other types than `String` or `Int`, are written in
+    /// canonical order (not in the process's hash order), so equal values give equal bytes in
+    /// every process.
     public func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
-        Array(try encoder.encode(value))
+        if canonicalOrderPassesThrough(T.self) { return Array(try encoder.encode(value)) }
+        return Array(try encoder.encode(CanonicalOrder(value: value)))
     }
 
     public func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {

@@ -4,8 +4,9 @@
 /// their elements in a canonical order, so equal values encode to equal bytes in every process
 /// (rule D9): elements sorted by their encoded bytes, or pairs by their key's encoded bytes.
 /// (A dictionary keyed by `String` or `Int` is a keyed container, whose entries the codec
-/// always writes in key order.)
-protocol UnorderedCollection {
+/// always writes in key order.) ``JSONPayloadCodec`` writes them in the same order through
+/// ``CanonicalOrder``.
+protocol UnorderedCollection: CanonicallyGrouped {
     /// Whether the unkeyed encoding is a sequence of key-value pairs rather than of elements.
     static var encodesPairs: Bool { get }
     /// Whether its encoding may be an unkeyed container in hash order (a dictionary keyed by

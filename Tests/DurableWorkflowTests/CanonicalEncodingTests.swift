@@ -1,3 +1,4 @@
+import Foundation
 import DurableWorkflow
 import TestSupport
 import TestWorkflows
@@ -5,13 +6,15 @@ import Testing
 
 @Suite("Canonical encoding: equal values give equal bytes in every process (D9)")
 struct CanonicalEncodingTests {
-    @Test("sets and dictionaries without String or Int keys encode to the same bytes in other processes (issue 22, 2)")
-    func sameBytesAcrossProcesses() throws {
-        let mine = try BinaryPayloadCodec().encode(TagBook.sampleState(count: 40))
+    @Test("sets and dictionaries without String or Int keys encode to the same bytes in other processes, binary and JSON (issue 22, 2)",
+          arguments: ["binary", "json"])
+    func sameBytesAcrossProcesses(codecName: String) throws {
+        let codec: any PayloadCodec = codecName == "json" ? JSONPayloadCodec() : BinaryPayloadCodec()
+        let mine = try codec.encode(TagBook.sampleState(count: 40))
         let expected = mine.map { String($0, radix: 16) }.joined(separator: " ")
         // Each process seeds its hashes differently: three children, three hash orders.
         for _ in 0..<3 {
-            let child = try ChildProcess(["canonical-encode", "40"], mergeStandardError: true)
+            let child = try ChildProcess(["canonical-encode", "40", codecName], mergeStandardError: true)
             let line = child.readLine()
             #expect(try child.waitForExit() == 0)
             let same = line == expected
@@ -34,6 +37,32 @@ struct CanonicalEncodingTests {
         for (key, value) in keyed.reversed() { rebuilt[key] = value }
         #expect(try codec.encode(keyed) == codec.encode(rebuilt))
         #expect(try codec.decode([TagBook.Pair: Int].self, from: codec.encode(keyed)) == keyed)
+    }
+
+    @Test("the JSON codec orders sets and pairs canonically and leaves every other value as JSONEncoder writes it")
+    func jsonCodec() throws {
+        let codec = JSONPayloadCodec()
+        var grown = Set<String>(minimumCapacity: 1024)
+        for index in (0..<200).reversed() { grown.insert("item-\(index)") }
+        let plain = Set((0..<200).map { "item-\($0)" })
+        #expect(try codec.encode(grown) == codec.encode(plain))
+        #expect(try codec.decode(Set<String>.self, from: codec.encode(plain)) == plain)
+        let state = TagBook.sampleState(count: 30)
+        #expect(try codec.decode(TagBook.State.self, from: codec.encode(state)) == state)
+
+        struct Plain: Codable, Equatable {
+            var when = Date(timeIntervalSince1970: 1_700_000_000.25)
+            var blob = Data([1, 2, 3, 250])
+            var link = URL(string: "https://example.com/a?b=c")!
+            var id = UUID(uuidString: "6F9619FF-8B86-D011-B42D-00C04FC964FF")!
+            var amount = Decimal(string: "12.5")!
+            var nested: [[String: [Int?]]] = [["b": [1, nil], "a": []]]
+            var optional: Double? = nil
+        }
+        let foundation = JSONEncoder()
+        foundation.outputFormatting = [.sortedKeys]
+        #expect(try codec.encode(Plain()) == Array(foundation.encode(Plain())))
+        #expect(try codec.decode(Plain.self, from: codec.encode(Plain())) == Plain())
     }
 
     @Test("an instance with a Set in its state, written by another process, resumes and verifies here")

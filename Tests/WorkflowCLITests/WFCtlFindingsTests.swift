@@ -24,13 +24,7 @@ struct WFCtlFindingsTests {
     func stateDivergenceIsAFinding() throws {
         let dir = TemporaryDirectory("cli-state-divergence")
         try makeCounterStore(dir.path, snapshotEvery: nil)
-        let store = try WorkflowStore.open(path: dir.path)
-        let entries = try store.entries(of: "counter").map { entry in
-            entry.sequence != 4 ? entry : LogEntry(
-                sequence: 4, time: entry.time, origin: entry.origin, nodePath: entry.nodePath, actionTag: entry.actionTag,
-                actionVersion: entry.actionVersion, payload: entry.payload, digest: (entry.digest ?? 0) ^ 0xdead)
-        }
-        try store.importInstance(id: "planted", workflowType: String(reflecting: Counter.self), status: .running, created: .now(), entries: entries)
+        try plantDivergence(dir.path)
         let state = try wfctl(["state", dir.path, "planted"])
         #expect(state.code == 1, "\(state.lines)")
         #expect(state.lines.last?.contains("diverged") == true)

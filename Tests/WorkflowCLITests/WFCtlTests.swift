@@ -30,6 +30,17 @@ func makeCounterStore(_ path: String, id: String = "counter", increments: Int = 
     return live
 }
 
+/// Imports instance "planted": a copy of "counter"'s log whose entry 4 records a wrong digest.
+func plantDivergence(_ path: String) throws {
+    let store = try WorkflowStore.open(path: path)
+    let entries = try store.entries(of: "counter").map { entry in
+        entry.sequence != 4 ? entry : LogEntry(
+            sequence: 4, time: entry.time, origin: entry.origin, nodePath: entry.nodePath, actionTag: entry.actionTag,
+            actionVersion: entry.actionVersion, payload: entry.payload, digest: (entry.digest ?? 0) ^ 0xdead)
+    }
+    try store.importInstance(id: "planted", workflowType: String(reflecting: Counter.self), status: .running, created: .now(), entries: entries)
+}
+
 @Suite("wfctl, run as a separate process")
 struct WFCtlTests {
     @Test("info, list, log and state print tables and JSON")
@@ -84,14 +95,7 @@ struct WFCtlTests {
         let dir = TemporaryDirectory("cli-verify")
         try makeCounterStore(dir.path)
         #expect(try wfctl(["verify", dir.path]).code == 0)
-        // Plant a divergence: a copy of the log whose entry 4 records a wrong digest.
-        let store = try WorkflowStore.open(path: dir.path)
-        let entries = try store.entries(of: "counter").map { entry in
-            entry.sequence != 4 ? entry : LogEntry(
-                sequence: 4, time: entry.time, origin: entry.origin, nodePath: entry.nodePath, actionTag: entry.actionTag,
-                actionVersion: entry.actionVersion, payload: entry.payload, digest: (entry.digest ?? 0) ^ 0xdead)
-        }
-        try store.importInstance(id: "planted", workflowType: String(reflecting: Counter.self), status: .running, created: .now(), entries: entries)
+        try plantDivergence(dir.path)
         let verify = try wfctl(["verify", dir.path])
         #expect(verify.code == 1)
         #expect(verify.lines.contains { $0.hasPrefix("planted") && $0.contains("diverged") && $0.contains("sequence 4") })

@@ -218,9 +218,10 @@ do {
         while true { sleep(60) }
 
     case "canonical-encode":
-        // canonical-encode COUNT: prints the binary encoding (hex) of TagBook's sample state with
-        // COUNT tags: a Set, a dictionary keyed by a struct, nested sets.
-        let bytes = try BinaryPayloadCodec().encode(TagBook.sampleState(count: Int(arguments[1])!))
+        // canonical-encode COUNT [json]: prints the binary (or JSON) encoding, in hex, of TagBook's
+        // sample state with COUNT tags: a Set, a dictionary keyed by a struct, nested sets.
+        let codec: any PayloadCodec = arguments.count > 2 && arguments[2] == "json" ? JSONPayloadCodec() : BinaryPayloadCodec()
+        let bytes = try codec.encode(TagBook.sampleState(count: Int(arguments[1])!))
         say(bytes.map { String($0, radix: 16) }.joined(separator: " "))
 
     case "tagbook-write":
