@@ -27,17 +27,19 @@ let package = Package(
             providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]
         ),
         // A safe Swift layer over LMDB: closure-scoped transactions, typed errors, map growth.
-        .target(name: "LMDB", dependencies: ["CLMDB"]),
+        .target(name: "LMDB", dependencies: ["CLMDB", "WorkflowLocks"]),
+        // The project's one lock type (pthread-based: visible to ThreadSanitizer).
+        .target(name: "WorkflowLocks"),
         // The in-memory runtime: workflows, actions, sinks, children, workers, side effects, host.
-        .target(name: "Workflow"),
+        .target(name: "Workflow", dependencies: ["WorkflowLocks"]),
         // Render and action testers for users' own tests (works from Swift Testing and XCTest).
-        .target(name: "WorkflowTesting", dependencies: ["Workflow"]),
+        .target(name: "WorkflowTesting", dependencies: ["Workflow", "WorkflowLocks"]),
         // The durable engine: every applied action in the LMDB log, state rebuilt by replay.
-        .target(name: "DurableWorkflow", dependencies: ["Workflow", "LMDB"]),
+        .target(name: "DurableWorkflow", dependencies: ["Workflow", "LMDB", "WorkflowLocks"]),
         // Persistent signals: every version in the log, each consumer sees each version once.
-        .target(name: "WorkflowSignals", dependencies: ["DurableWorkflow", "Workflow", "LMDB"]),
+        .target(name: "WorkflowSignals", dependencies: ["DurableWorkflow", "Workflow", "LMDB", "WorkflowLocks"]),
         // Feedback loops: the Mealy-machine front end, in memory and durable, on the same runtime.
-        .target(name: "WorkflowFeedback", dependencies: ["Workflow", "DurableWorkflow"]),
+        .target(name: "WorkflowFeedback", dependencies: ["Workflow", "DurableWorkflow", "WorkflowLocks"]),
         // The inspect/replay tool as a library (a service registers its types) and the shipped wfctl.
         .target(
             name: "WorkflowCLI",
@@ -55,7 +57,7 @@ let package = Package(
         .executableTarget(name: "counter-demo", dependencies: ["DurableWorkflow", "Workflow", "WorkflowExamples"], path: "Examples/CounterDemo"),
         .executableTarget(name: "signal-demo", dependencies: ["WorkflowSignals", "LMDB"], path: "Examples/SignalDemo"),
         .executableTarget(
-            name: "showcase", dependencies: ["DurableWorkflow", "Workflow", "WorkflowSignals", "WorkflowExamples"],
+            name: "showcase", dependencies: ["DurableWorkflow", "Workflow", "WorkflowSignals", "WorkflowExamples", "WorkflowLocks"],
             path: "Examples/Showcase"
         ),
 
@@ -72,23 +74,24 @@ let package = Package(
             path: "Tests/Fixtures/WFTestChild"
         ),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "TestSupport", "wf-test-child"]),
+        .testTarget(name: "WorkflowLocksTests", dependencies: ["WorkflowLocks"]),
         .testTarget(
             name: "DurableWorkflowTests",
             dependencies: [
                 "DurableWorkflow", "Workflow", "WorkflowTesting", "LMDB", "TestSupport", "TestWorkflows", "wf-test-child",
-                "counter-demo",
+                "counter-demo", "WorkflowLocks",
             ]
         ),
         .testTarget(
             name: "WorkflowSignalsTests",
             dependencies: [
                 "WorkflowSignals", "DurableWorkflow", "Workflow", "LMDB", "TestSupport", "TestWorkflows", "wf-test-child",
-                "signal-demo",
+                "signal-demo", "WorkflowLocks",
             ]
         ),
         .testTarget(
             name: "WorkflowFeedbackTests",
-            dependencies: ["WorkflowFeedback", "DurableWorkflow", "Workflow", "TestSupport", "TestWorkflows", "wf-test-child"]
+            dependencies: ["WorkflowFeedback", "DurableWorkflow", "Workflow", "TestSupport", "TestWorkflows", "wf-test-child", "WorkflowLocks"]
         ),
         .testTarget(
             name: "WorkflowCLITests",
@@ -97,7 +100,7 @@ let package = Package(
                 "TestWorkflows", "wfctl", "counter-demo", "showcase",
             ]
         ),
-        .testTarget(name: "WorkflowTests", dependencies: ["Workflow", "WorkflowTesting", "WorkflowLogging", "TestSupport", "TestWorkflows", "wf-test-child"]),
+        .testTarget(name: "WorkflowTests", dependencies: ["Workflow", "WorkflowTesting", "WorkflowLogging", "TestSupport", "TestWorkflows", "wf-test-child", "WorkflowLocks"]),
     ],
     swiftLanguageModes: [.v6]
 )

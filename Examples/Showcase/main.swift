@@ -12,6 +12,7 @@ import Foundation
 import Synchronization
 import Workflow
 import WorkflowExamples
+import WorkflowLocks
 import WorkflowSignals
 
 /// The jobs of the story: files with their upload times (ms), finishing no earlier than 6 s in.
@@ -114,7 +115,7 @@ func runPoster(store path: String) -> Never {
 
 /// The lines a child printed, collected from its reading thread.
 final class Lines: Sendable {
-    private let storage = Mutex<[String]>([])
+    private let storage = Lock<[String]>([])
     func append(_ line: String) { storage.withLock { $0.append(line) } }
     var all: [String] { storage.withLock { $0 } }
 }

@@ -24,11 +24,11 @@ struct CanonicalOrder<Value: Encodable>: Encodable {
 }
 
 /// Whether values of `type` go to the encoder as they are: they hold no unordered collection,
-/// and an encoder may treat them specially.
+/// and an encoder may treat them specially. Every type a single-value container encodes itself
+/// (the scalars) must be here: wrapped, it would be handed back to this wrapper without end.
 func canonicalOrderPassesThrough<T>(_ type: T.Type) -> Bool {
-    type == Int.self || type == String.self || type == Bool.self || type == Double.self || type == Int64.self
-        || type == UInt64.self || type == Date.self || type == Data.self || type == URL.self || type == Decimal.self
-        || type == UUID.self
+    type is any FixedWidthInteger.Type || type is any BinaryFloatingPoint.Type || type == String.self || type == Bool.self
+        || type == Date.self || type == Data.self || type == URL.self || type == Decimal.self || type == UUID.self
 }
 
 extension UnorderedCollection {

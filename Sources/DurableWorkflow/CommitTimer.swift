@@ -1,5 +1,6 @@
 import Synchronization
 import Workflow
+import WorkflowLocks
 
 /// The timer of a grouped host's held commits: reminds the host (`journalWantsCommit`) once the
 /// batch it holds is due, unless that batch was handed off first.
@@ -23,7 +24,7 @@ final class CommitTimer: Sendable {
         var stopped = false
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// The host holds a new batch, due after `delay`.
     func hold(for delay: Duration, listener: any JournalListener) {

@@ -1,4 +1,5 @@
 import Synchronization
+import WorkflowLocks
 
 #if canImport(Glibc)
 import Glibc
@@ -40,5 +41,5 @@ struct InstanceOwner: Hashable {
     }
 
     private static let nextToken = Atomic<UInt64>(0)
-    private static let liveTokens = Mutex<Set<UInt64>>([])
+    private static let liveTokens = Lock<Set<UInt64>>([])
 }

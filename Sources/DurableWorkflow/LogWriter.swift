@@ -2,6 +2,7 @@ import Dispatch
 import LMDB
 import Synchronization
 import Workflow
+import WorkflowLocks
 
 /// Writes one instance's commits, one at a time and in sequence order: on the host's thread
 /// (strict and processCrashSafe commits, and whenever the host must wait), or in the background
@@ -18,8 +19,8 @@ final class LogWriter: Sendable {
     private let instanceID: String
     private let owner: InstanceOwner
     private let configuration: DurableConfiguration
-    private let writing: Mutex<InstanceRecord>
-    private let handedOff = Mutex(HandOffs())
+    private let writing: Lock<InstanceRecord>
+    private let handedOff = Lock(HandOffs())
     /// Signalled when the worker takes the waiting batch while the host waits for room.
     private let room = DispatchSemaphore(value: 0)
     /// The last sequence committed (by any thread).
@@ -52,7 +53,7 @@ final class LogWriter: Sendable {
         self.owner = record.owner
         self.configuration = configuration
         self.committed = Atomic(record.lastSequence)
-        self.writing = Mutex(record)
+        self.writing = Lock(record)
     }
 
     /// Every entry up to this sequence is committed.

@@ -1,6 +1,7 @@
 import LMDB
 import Synchronization
 import Workflow
+import WorkflowLocks
 
 /// How a ``WorkflowStore`` is opened.
 public struct StoreConfiguration: Sendable {
@@ -30,7 +31,7 @@ public final class WorkflowStore: Sendable {
     /// The LMDB environment underneath (shared with the signal subsystem).
     package let environment: Environment
     let layout: StoreLayout
-    private let syncTask = Mutex<Task<Void, Never>?>(nil)
+    private let syncTask = Lock<Task<Void, Never>?>(nil)
 
     /// The store format this library writes (rule B1: a newer one is refused, an older one migrated).
     public static let formatVersion: UInt32 = 1

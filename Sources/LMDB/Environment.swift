@@ -1,6 +1,7 @@
 import CLMDB
 import Dispatch
 import Synchronization
+import WorkflowLocks
 
 #if canImport(Glibc)
 import Glibc
@@ -41,7 +42,7 @@ public final class Environment: Sendable {
     nonisolated(unsafe) let handle: OpaquePointer
     let gate = ResizeGate()
     private let identity: DirectoryIdentity
-    private let databases = Mutex<[String: MDB_dbi]>([:])
+    private let databases = Lock<[String: MDB_dbi]>([:])
     private let writerQueue: DispatchQueue
 
     private init(path: String, configuration: EnvironmentConfiguration, handle: OpaquePointer, identity: DirectoryIdentity) {

@@ -1,4 +1,5 @@
 import Synchronization
+import WorkflowLocks
 
 #if canImport(Glibc)
 import Glibc
@@ -22,7 +23,7 @@ final class EnvironmentRegistry: Sendable {
         let owner: ObjectIdentifier
     }
 
-    private let entries = Mutex<[DirectoryIdentity: Entry]>([:])
+    private let entries = Lock<[DirectoryIdentity: Entry]>([:])
 
     /// Returns the live environment for `identity`, or registers the one `open` makes.
     /// While a previous environment for the directory is still closing, waits for it to finish.

@@ -1,9 +1,10 @@
 import Synchronization
+import WorkflowLocks
 
 /// The life of a side effect: it starts after the render pass that first declares it and ends
 /// at the first render pass that no longer does (or when the host stops).
 public final class Lifetime: Sendable {
-    private let state = Mutex<(ended: Bool, handlers: [@Sendable () -> Void])>((false, []))
+    private let state = Lock<(ended: Bool, handlers: [@Sendable () -> Void])>((false, []))
 
     package init() {}
 

@@ -1,4 +1,5 @@
 import Synchronization
+import WorkflowLocks
 
 /// How a ``WorkflowHost`` runs: a value, passed once.
 public struct HostConfiguration: Sendable {
@@ -142,10 +143,10 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
 
 /// A running ``WorkflowHost/observeRenderings(_:)``; cancel it to stop the callbacks.
 public final class RenderingObservation: Sendable {
-    private let onCancel: Mutex<(@Sendable () -> Void)?>
+    private let onCancel: Lock<(@Sendable () -> Void)?>
 
     init(onCancel: @escaping @Sendable () -> Void) {
-        self.onCancel = Mutex(onCancel)
+        self.onCancel = Lock(onCancel)
     }
 
     /// Stops the callbacks (idempotent).

@@ -1,4 +1,5 @@
 import Synchronization
+import WorkflowLocks
 
 /// What a feedback does: it receives every `(event, state)` pair in order (the state right after
 /// the event was reduced) and may send new events back into the loop (rule F1).
@@ -90,7 +91,7 @@ public enum FeedbackOverlap: Sendable, Hashable {
 final class EffectRunner<Event: Sendable>: Sendable {
     private let overlap: FeedbackOverlap
     private let send: @Sendable (Event) -> Void
-    private let current = Mutex<(task: Task<Void, Never>?, generation: UInt64)>((nil, 0))
+    private let current = Lock<(task: Task<Void, Never>?, generation: UInt64)>((nil, 0))
 
     init(overlap: FeedbackOverlap, send: @escaping @Sendable (Event) -> Void) {
         self.overlap = overlap

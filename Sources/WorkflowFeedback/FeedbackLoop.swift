@@ -1,6 +1,7 @@
 import DurableWorkflow
 import Synchronization
 import Workflow
+import WorkflowLocks
 
 /// A Mealy machine: a reducer, feedbacks that see every `(event, state)` pair and send events
 /// back, and external events sent with ``send(_:)`` (rules F1-F3).
@@ -29,7 +30,7 @@ public final class FeedbackLoop<Reducer: FeedbackReducer>: Sendable {
     /// The node's sink: stable for the loop's life (one node, one action type).
     private let sink: Sink<EventAction<Reducer>>
     private let feedbacks: [Feedback<State, Event>]
-    private let lifecycle = Mutex(Lifecycle())
+    private let lifecycle = Lock(Lifecycle())
 
     private init(host: WorkflowHost<ReducerWorkflow<Reducer>>, feedbacks: [Feedback<State, Event>]) {
         self.host = host

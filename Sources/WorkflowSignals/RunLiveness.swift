@@ -1,5 +1,6 @@
 import DurableWorkflow
 import Synchronization
+import WorkflowLocks
 
 /// A signal center's run as a consumer record names it: its run id and its process.
 struct RecordedRun {
@@ -19,7 +20,7 @@ struct RecordedRun {
 
 /// The runs of this process whose signal center is open.
 enum RunLiveness {
-    private static let running = Mutex<Set<String>>([])
+    private static let running = Lock<Set<String>>([])
 
     static func begin(_ runID: String) {
         _ = running.withLock { $0.insert(runID) }

@@ -2,6 +2,7 @@ import Foundation
 import LMDB
 import Synchronization
 import Workflow
+import WorkflowLocks
 
 /// Delivers pending versions to the consumers attached in this process, one delivery at a time,
 /// in version order per consumer: on its own thread, woken by posts (local or from other
@@ -29,12 +30,12 @@ final class SignalDispatcher: @unchecked Sendable {
     private let environment: Environment
     private let configuration: SignalConfiguration
     private let channel: WakeChannel?
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private weak var center: SignalCenter?
     /// The id of the last transaction a delivery pass read: a later commit may hold a post.
     private let lastReadID = Atomic<UInt64>(0)
     /// Held by whichever thread delivers (the loop, or a poster), so deliveries never overlap.
-    private let delivering = Mutex(())
+    private let delivering = Lock(())
     /// The thread holding `delivering` (0 when none): `stop` from a handler must not wait for it.
     private let deliveringThread = Atomic<UInt>(0)
     private var thread: Thread?

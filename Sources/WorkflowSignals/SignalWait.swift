@@ -2,6 +2,7 @@ import DurableWorkflow
 import LMDB
 import Synchronization
 import Workflow
+import WorkflowLocks
 
 /// The delivery mark of a signal version handed to a durable workflow: committed in the same
 /// LMDB transaction as the log entry of the action the delivery became (exactly once, rule S7).
@@ -53,7 +54,7 @@ struct SignalWaitWorker: EndObservingWorker {
     let registered = RegisteredConsumer()
 
     final class RegisteredConsumer: Sendable {
-        let consumer = Mutex<(id: ConsumerID, durable: Bool)?>(nil)
+        let consumer = Lock<(id: ConsumerID, durable: Bool)?>(nil)
     }
 
     func run() -> AsyncStream<SignalWaitOutput> {

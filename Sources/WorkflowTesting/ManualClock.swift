@@ -1,5 +1,6 @@
 import Synchronization
 import Workflow
+import WorkflowLocks
 
 /// A clock that moves only when told to, so tests of timers never sleep.
 ///
@@ -17,11 +18,11 @@ public final class ManualClock: WorkflowClock {
         var nextID: UInt64 = 0
     }
 
-    private let state: Mutex<State>
+    private let state: Lock<State>
 
     /// A clock that reads `now` until advanced.
     public init(now: WallTime = WallTime(nanosecondsSinceEpoch: 1_700_000_000_000_000_000)) {
-        state = Mutex(State(now: now))
+        state = Lock(State(now: now))
     }
 
     public func now() -> WallTime { state.withLock { $0.now } }

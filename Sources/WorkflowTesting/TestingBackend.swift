@@ -1,9 +1,10 @@
 import Synchronization
 import Workflow
+import WorkflowLocks
 
 /// Actions recorded by a render test, in order, from any thread.
 final class RecordedActions: Sendable {
-    private let storage = Mutex<[any WorkflowAction]>([])
+    private let storage = Lock<[any WorkflowAction]>([])
     func record(_ action: any WorkflowAction) { storage.withLock { $0.append(action) } }
     var all: [any WorkflowAction] { storage.withLock { $0 } }
 }
@@ -82,7 +83,7 @@ final class TestingBackend<WorkflowType: Workflow>: RenderContextBackend {
 
 /// Problems found during a render test, from any thread.
 final class Problems: Sendable {
-    private let storage = Mutex<[String]>([])
+    private let storage = Lock<[String]>([])
     func add(_ problem: String) { storage.withLock { $0.append(problem) } }
     var all: [String] { storage.withLock { $0 } }
 }

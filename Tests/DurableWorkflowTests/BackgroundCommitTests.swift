@@ -6,13 +6,14 @@ import TestSupport
 import TestWorkflows
 import Testing
 import Workflow
+import WorkflowLocks
 
 /// Holds the first group commit on its writing thread (an observer's `didCommit` runs there
 /// before the host hears of the commit) until the test opens it.
 private final class CommitGate: DurableObserver {
     private let entered = DispatchSemaphore(value: 0)
     private let opened = DispatchSemaphore(value: 0)
-    private let commits = Mutex(0)
+    private let commits = Lock(0)
 
     func didCommit(instance: String, batchSize: Int, lastSequence: UInt64, duration: Duration) {
         // The start's own commit (the props entry) is made before the host runs.
@@ -58,7 +59,7 @@ private func reopen(_ path: String, configuration: StoreConfiguration) async thr
 
 /// Every entry a durable observer is told was appended, in order.
 private final class AppendedEntries: DurableObserver {
-    private let entries = Mutex<[LogEntry]>([])
+    private let entries = Lock<[LogEntry]>([])
     var all: [LogEntry] { entries.withLock { $0 } }
     func didAppend(_ entry: LogEntry, instance: String) { entries.withLock { $0.append(entry) } }
 }
@@ -96,14 +97,14 @@ private struct Announcer: Workflow, Codable, Sendable {
 
 /// What side effects did, from any thread.
 final class EffectLog: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = Lock<[String]>([])
     func record(_ line: String) { lines.withLock { $0.append(line) } }
     var all: [String] { lines.withLock { $0 } }
 }
 
 /// Collects renderings as they are published.
 private final class Published: Sendable {
-    private let counts = Mutex<[Int]>([])
+    private let counts = Lock<[Int]>([])
     func append(_ count: Int) { counts.withLock { $0.append(count) } }
     var all: [Int] { counts.withLock { $0 } }
 }

@@ -4,12 +4,13 @@ import TestSupport
 import TestWorkflows
 import Testing
 import Workflow
+import WorkflowLocks
 import WorkflowTesting
 
 /// Counts side-effect runs and worker starts per test (props must be Codable, so tests name
 /// their counters instead of passing objects).
 enum Probe {
-    private static let counters = Mutex<[String: [String]]>([:])
+    private static let counters = Lock<[String: [String]]>([:])
     static func record(_ name: String, _ event: String) { counters.withLock { $0[name, default: []].append(event) } }
     static func events(_ name: String) -> [String] { counters.withLock { $0[name] ?? [] } }
 }

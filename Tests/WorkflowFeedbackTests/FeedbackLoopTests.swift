@@ -4,10 +4,11 @@ import TestSupport
 import TestWorkflows
 import Testing
 import WorkflowFeedback
+import WorkflowLocks
 
 /// A thread-safe list.
 final class Recorder<Value: Sendable>: Sendable {
-    private let storage = Mutex<[Value]>([])
+    private let storage = Lock<[Value]>([])
     func append(_ value: Value) { storage.withLock { $0.append(value) } }
     var all: [Value] { storage.withLock { $0 } }
 }

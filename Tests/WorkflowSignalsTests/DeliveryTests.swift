@@ -4,11 +4,12 @@ import LMDB
 import Synchronization
 import TestSupport
 import Testing
+import WorkflowLocks
 import WorkflowSignals
 
 /// A thread-safe list of what handlers received.
 final class Received: Sendable {
-    private let storage = Mutex<[UInt64]>([])
+    private let storage = Lock<[UInt64]>([])
     func append(_ version: UInt64) { storage.withLock { $0.append(version) } }
     var all: [UInt64] { storage.withLock { $0 } }
 }

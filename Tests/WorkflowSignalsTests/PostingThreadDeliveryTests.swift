@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import TestSupport
 import Testing
+import WorkflowLocks
 import WorkflowSignals
 
 /// `SignalConfiguration.deliverOnPostingThread`: a post that finds the dispatcher asleep delivers
@@ -23,7 +24,7 @@ struct PostingThreadDeliveryTests {
         let signal = SignalID()
         let consumer = try center.register(signal, owner: "o")
         let received = Received()
-        let threads = Mutex<[UInt64: UInt]>([:])
+        let threads = Lock<[UInt64: UInt]>([:])
         center.attach(consumer, handler: .atLeastOnce { delivery in
             threads.withLock { $0[delivery.version] = UInt(pthread_self()) }
             received.append(delivery.version)

@@ -1,5 +1,6 @@
 import Synchronization
 import Workflow
+import WorkflowLocks
 
 /// A counter: the smallest workflow with state, a sink and an output.
 struct Counter: Workflow, Sendable {
@@ -64,7 +65,7 @@ struct Parent: Workflow, Sendable {
 
 /// A thread-safe log of events, for observers and side effects.
 final class EventLog: Sendable {
-    private let events = Mutex<[String]>([])
+    private let events = Lock<[String]>([])
     func append(_ event: String) { events.withLock { $0.append(event) } }
     var all: [String] { events.withLock { $0 } }
     func count(where predicate: (String) -> Bool) -> Int { all.filter(predicate).count }
@@ -111,8 +112,8 @@ struct Bumper: Workflow, Sendable {
 
 /// A value shared between threads behind a lock.
 final class Locked<Value: Sendable>: Sendable {
-    private let storage: Mutex<Value>
-    init(_ value: Value) { storage = Mutex(value) }
+    private let storage: Lock<Value>
+    init(_ value: Value) { storage = Lock(value) }
     var value: Value {
         get { storage.withLock { $0 } }
         set { storage.withLock { $0 = newValue } }

@@ -1,4 +1,5 @@
 import Synchronization
+import WorkflowLocks
 
 /// The latest rendering, and the async streams that follow it.
 ///
@@ -9,7 +10,7 @@ import Synchronization
 // written only while `lock` is held (the lock's value counts the open streams), and `deinit` runs
 // when no other reference, and so no other thread, remains.
 final class RenderingPublisher<Rendering: Sendable>: @unchecked Sendable {
-    private let lock = Mutex<Int>(0)
+    private let lock = Lock<Int>(0)
     private let slot = UnsafeMutablePointer<Rendering>.allocate(capacity: 1)
     private var hasCurrent = false
     private var streams: [UInt64: AsyncStream<Rendering>.Continuation] = [:]

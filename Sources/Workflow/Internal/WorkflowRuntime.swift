@@ -1,5 +1,6 @@
 import Dispatch
 import Synchronization
+import WorkflowLocks
 
 #if canImport(Glibc)
 import Glibc
@@ -30,13 +31,13 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     // and the inbox (`enqueueInBackground`, under the inbox lock): drainer-only state is reached
     // through the items they enqueue, by whichever thread drains next.
 
-    private let inbox = Mutex(Inbox())
+    private let inbox = Lock(Inbox())
     /// Where the drainer moves the item it pops (drainer-only): popping an optional item made a
     /// `nil` to destroy through value witnesses on every send to an idle host.
     private let popped = UnsafeMutablePointer<QueueItem>.allocate(capacity: 1)
     private let drainerThread = Atomic<UInt>(0)
     private let phase = Atomic<UInt8>(Phase.idle.rawValue)
-    private let failureState = Mutex<(any Error)?>(nil)
+    private let failureState = Lock<(any Error)?>(nil)
 
     let publisher = RenderingPublisher<Root.Rendering>()
     let outputs: AsyncStream<Root.Output>

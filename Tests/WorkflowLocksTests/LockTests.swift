@@ -1,0 +1,42 @@
+import Dispatch
+import Testing
+import WorkflowLocks
+
+@Suite("Lock: a value behind a pthread mutex")
+struct LockTests {
+    @Test("increments from 4 threads under the lock are never lost, and withLock returns what its body returns")
+    func exclusive() {
+        let counter = Lock(0)
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            for _ in 0..<10_000 { counter.withLock { $0 += 1 } }
+        }
+        #expect(counter.withLock { $0 } == 40_000)
+    }
+
+    @Test("an error thrown by the body is rethrown, typed, and the lock is released")
+    func rethrowsTyped() {
+        struct Refused: Error {}
+        let lock = Lock([1, 2])
+        #expect(throws: Refused.self) { try lock.withLock { (_: inout [Int]) throws(Refused) in throw Refused() } }
+        #expect(lock.withLock { $0.append(3); return $0 } == [1, 2, 3])
+    }
+
+    @Test("withLockIfAvailable runs its body when the lock is free and returns nil at once while another thread holds it")
+    func tryLock() {
+        let lock = Lock(0)
+        #expect(lock.withLockIfAvailable { $0 += 1; return $0 } == 1)
+        let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            lock.withLock { _ in
+                held.signal()
+                release.wait()
+            }
+            done.signal()
+        }
+        held.wait()
+        #expect(lock.withLockIfAvailable { $0 } == nil)
+        release.signal()
+        done.wait()
+        #expect(lock.withLockIfAvailable { $0 } == 1)
+    }
+}
