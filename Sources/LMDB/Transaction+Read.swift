@@ -87,8 +87,8 @@ extension Transaction where Mode: TransactionMode {
             }
             let step = reverse ? MDB_PREV : MDB_NEXT
             while let current = entry {
-                let operation = "read \(database.label)"
-                guard try body(try checked(current.key, operation), try checked(current.value, operation)) else { return }
+                let key = try checked(current.key, "read \(database.label)")
+                guard try body(key, try checked(current.value, "read \(database.label)")) else { return }
                 let (next, rc) = cursorMove(cursor.cursor, step)
                 guard rc == 0 || rc == MDB_NOTFOUND else { throw cursor.failure(rc, reverse ? "previous" : "next") }
                 entry = next
