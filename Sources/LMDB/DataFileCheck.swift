@@ -22,7 +22,7 @@ enum DataFileCheck {
     /// exist yet and the open may create it).
     static func check(directory path: String, readOnly: Bool) throws(LMDBError) {
         let file = path + "/data.mdb"
-        let fd = Glibc.open(file, O_RDONLY)
+        let fd = open(file, O_RDONLY)
         if fd < 0 {
             let code = errno
             if code == ENOENT {
