@@ -210,7 +210,7 @@ struct ManyInstancesTests {
         let configuration = counterConfiguration(.processCrashSafe, snapshotEvery: nil)
         do {
             let store = try WorkflowStore.open(path: dir.path)
-            for index in 0..<10_000 {
+            for index in 0..<TestLoad.scaled(10_000) {
                 let host = try store.start(DurableCounter(step: index % 7 + 1), id: "i\(index)", configuration: configuration)
                 host.rendering.sink.send(.init(amount: index % 13))
                 host.stop()
@@ -218,8 +218,8 @@ struct ManyInstancesTests {
             try store.sync()
         }
         let store = try WorkflowStore.open(path: dir.path)
-        #expect(try store.instances().count == 10_000)
-        for index in 0..<10_000 {
+        #expect(try store.instances().count == TestLoad.scaled(10_000))
+        for index in 0..<TestLoad.scaled(10_000) {
             let host = try store.resume(id: "i\(index)", as: DurableCounter.self, configuration: configuration)
             #expect(host.rendering.state.count == (index % 13) * (index % 7 + 1), "instance \(index)")
             host.stop()

@@ -14,7 +14,8 @@ struct CrashTortureTests {
         let dir = TemporaryDirectory("torture-\(mode)")
         var acknowledged = 0
         var kills = 0
-        for round in 0..<30 {
+        let rounds = TestLoad.scaled(30)
+        for round in 0..<rounds {
             let child = try ChildProcess(["durable-counter-loop", dir.path, mode], mergeStandardError: true)
             guard let ready = child.readLine(), ready.hasPrefix("ready ") else {
                 Issue.record("round \(round): the child did not resume: \(child.readRemainingLines(timeout: .seconds(2)))")
@@ -35,7 +36,7 @@ struct CrashTortureTests {
             #expect(try child.waitForExit() == 128 + SIGKILL)
             kills += 1
         }
-        #expect(kills == 30)
+        #expect(kills == rounds)
         #expect(acknowledged > 0)
 
         let store = try WorkflowStore.open(path: dir.path)

@@ -10,7 +10,7 @@ struct MapGrowthTests {
         let env = try Environment.open(path: dir.path, configuration: .init(initialMapSize: 64 << 10, durability: .noSync))
         let db: Database<UInt64, [UInt8]> = try env.database(named: "bulk")
         let recordSize = 16 << 10
-        let records = UInt64((200 << 20) / recordSize)
+        let records = UInt64(TestLoad.scaled(200 << 20) / recordSize)
         for batch in stride(from: UInt64(1), through: records, by: 1000) {
             try env.write { txn throws in
                 for key in batch..<min(batch + 1000, records + 1) {
@@ -18,7 +18,7 @@ struct MapGrowthTests {
                 }
             }
         }
-        #expect(env.info().mapSize >= 200 << 20)
+        #expect(env.info().mapSize >= TestLoad.scaled(200 << 20))
         try env.read { txn throws in
             #expect(try txn.count(of: db) == Int(records))
             for key in [1, records / 2, records] {
