@@ -131,6 +131,11 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
 
     /// Ends the tree: every node ends, every worker is cancelled and every side effect's lifetime
     /// ends; later sends are discarded and reported. Queued work before the stop is applied first.
+    ///
+    /// It returns at once when another thread is applying the host's work (a background commit's
+    /// notice, a worker, a timer or a signal): the stop then happens on that thread, shortly after.
+    /// Until it has, a durable host still owns its instance; call ``stopAndWait()`` before
+    /// resuming the instance or reading its log in the same process.
     public func stop() {
         runtime.enqueue(.stop(nil))
     }

@@ -324,7 +324,7 @@ struct BackgroundCommitTests {
         #expect(error.actionTag == "picky.put")
         #expect(host.rendering.values == [1, 2], "nothing of the failed batch was published")
         #expect(try store.instance(id: "p")?.lastSequence == 3)
-        host.stop()
+        await host.stopAndWait()
         let resumed = try store.resume(id: "p", as: Picky.self, configuration: Picky.configuration(.grouped))
         #expect(resumed.rendering.values == [1, 2])
     }
@@ -370,6 +370,6 @@ struct BackgroundCommitTests {
         #expect(try await sendUntilCommitted() >= delay)
         #expect(host.rendering.state.count == 5)
         #expect(try store.instance(id: "d")?.lastSequence == 6)
-        host.stop()
+        await host.stopAndWait()
     }
 }

@@ -132,7 +132,7 @@ struct DigestTests {
 
 
     @Test("actions of two types to two nodes, digested after each: resume and verify agree with the live tree")
-    func twoTypesInTurn() throws {
+    func twoTypesInTurn() async throws {
         let dir = TemporaryDirectory("digest-types")
         let configuration = DurableConfiguration(mode: .grouped, actions: Ledger.actions, snapshotEvery: 7)
         let store = try WorkflowStore.open(path: dir.path)
@@ -148,7 +148,7 @@ struct DigestTests {
         Task.detached { await host.flush(); done.signal() }
         #expect(done.wait(timeout: .now() + 10) == .success)
         let total = host.rendering.total, lines = host.rendering.notes.lines
-        host.stop()
+        await host.stopAndWait()
 
         let entries = try store.entries(of: "ledger")
         #expect(entries.count == 41)
@@ -158,7 +158,7 @@ struct DigestTests {
         let resumed = try store.resume(id: "ledger", as: Ledger.self, configuration: configuration)
         #expect(resumed.rendering.total == total)
         #expect(resumed.rendering.notes.lines == lines)
-        resumed.stop()
+        await resumed.stopAndWait()
         let report = try store.verify(id: "ledger", as: Ledger.self, configuration: configuration)
         #expect(report.isConsistent)
     }

@@ -23,13 +23,13 @@ struct LogLayoutTests {
     }
 
     @Test("one instance's grouped commits fill the log's pages, its index state stays after its entries, and it resumes")
-    func newestInstanceAppends() throws {
+    func newestInstanceAppends() async throws {
         let dir = TemporaryDirectory("layout-append")
         let store = try WorkflowStore.open(path: dir.path)
         let configuration = counterConfiguration(.grouped(maxBatch: 100, maxDelay: .zero))
         let host = try store.start(DurableCounter(), id: "only", configuration: configuration)
         for _ in 1...3_000 { host.rendering.sink.send(.init(amount: 1)) }
-        host.stop()
+        await host.stopAndWait()
         let (keys, leafPages) = try logKeys(store)
         #expect(keys.map(\.sequence) == Array(1...3_001) + [.max])
         // About 40 entries of this size fit a 4 KB page; pages split in half hold about 20.
@@ -37,13 +37,13 @@ struct LogLayoutTests {
         let resumed = try store.resume(id: "only", as: DurableCounter.self, configuration: configuration)
         #expect(resumed.rendering.state.count == 3_000)
         resumed.rendering.sink.send(.init(amount: 1))
-        resumed.stop()
+        await resumed.stopAndWait()
         #expect(try store.instance(id: "only")?.lastSequence == 3_002)
         #expect(try logKeys(store).keys.last?.sequence == .max)
     }
 
     @Test("an instance that is not the newest commits by insert, the newest by append, interleaved; both logs read back whole")
-    func olderAndNewerInstancesInterleaved() throws {
+    func olderAndNewerInstancesInterleaved() async throws {
         let dir = TemporaryDirectory("layout-interleaved")
         let store = try WorkflowStore.open(path: dir.path)
         let configuration = counterConfiguration(.grouped(maxBatch: 100, maxDelay: .zero))
@@ -53,8 +53,8 @@ struct LogLayoutTests {
             older.rendering.sink.send(.init(amount: amount))
             newer.rendering.sink.send(.init(amount: 2 * amount))
         }
-        older.stop()
-        newer.stop()
+        await older.stopAndWait()
+        await newer.stopAndWait()
         // Each instance's entries 1...1501, then its index state; the older instance first.
         let keys = try logKeys(store).keys
         let instances = Array(Set(keys.map(\.instance))).sorted()
@@ -68,7 +68,7 @@ struct LogLayoutTests {
             #expect(try store.entries(of: id, from: 0, through: 2).map(\.sequence) == [1, 2])
             let host = try store.resume(id: id, as: DurableCounter.self, configuration: configuration)
             #expect(host.rendering.state.count == count)
-            host.stop()
+            await host.stopAndWait()
         }
     }
 }

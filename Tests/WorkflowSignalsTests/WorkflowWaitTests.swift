@@ -9,7 +9,7 @@ import WorkflowSignals
 @Suite("Durable workflows waiting on signals (S7)")
 struct WorkflowWaitTests {
     @Test("a signal posted while the waiting workflow was stopped is delivered after resume, once, as a logged .signal action")
-    func deliveredAfterWaiterRestart() throws {
+    func deliveredAfterWaiterRestart() async throws {
         let dir = TemporaryDirectory("wait-restart")
         let center = try SignalCenter.open(path: dir.path, processIdentity: "service")
         let signal = SignalID()
@@ -17,13 +17,13 @@ struct WorkflowWaitTests {
         do {
             let host = try center.store.start(AwaitUpload(signal: signal), id: "w", configuration: configuration)
             #expect(eventually { (try? center.consumers().count) == 1 })
-            host.stop()
+            await host.stopAndWait()
         }
         try center.post(signal, value: "report.pdf")
         let host = try center.store.resume(id: "w", as: AwaitUpload.self, configuration: configuration)
         #expect(eventually { host.rendering.uploaded == "report.pdf" })
         #expect(eventually { (try? center.consumers().isEmpty) == true })
-        host.stop()
+        await host.stopAndWait()
         let origins = try center.store.entries(of: "w").map(\.origin)
         #expect(origins == [.props, .signal])
         // Resuming again replays the delivery; nothing is delivered twice.
