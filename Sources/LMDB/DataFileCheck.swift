@@ -4,10 +4,12 @@ import Glibc
 import Darwin
 #endif
 
-/// What an environment's data file must look like before LMDB maps it: present (for a read-only
-/// open), not empty, and at least as long as the last page its newest meta page says is in use.
-/// A truncated file mapped by LMDB ends its readers with SIGBUS at the first page past its end;
-/// this check turns that into a typed error at open.
+/// What an environment's data file must look like before any page past its meta pages is read:
+/// present (for a read-only open), not empty, and at least as long as the last page its newest
+/// meta page says is in use. A truncated file mapped by LMDB ends its readers with SIGBUS at the
+/// first page past its end; this check turns that into a typed error at open. It runs once
+/// LMDB's own open has succeeded (that open waits while another process creates the file), and
+/// after a failed open, to say more clearly what is wrong.
 enum DataFileCheck {
     /// The meta page's magic number and the LMDB data format version this check understands.
     private static let magic: UInt32 = 0xBEEF_C0DE

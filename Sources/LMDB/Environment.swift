@@ -98,7 +98,6 @@ public final class Environment: Sendable {
     }
 
     private static func openHandle(path: String, configuration: EnvironmentConfiguration) throws(LMDBError) -> OpaquePointer {
-        try DataFileCheck.check(directory: path, readOnly: configuration.readOnly)
         var env: OpaquePointer?
         var rc = mdb_env_create(&env)
         guard rc == 0, let env else { throw LMDBError.from(code: rc, path: path, operation: "create an environment") }
@@ -115,7 +114,20 @@ public final class Environment: Sendable {
         if rc == 0 { rc = mdb_env_open(env, path, flags, mdb_mode_t(configuration.fileMode)) }
         guard rc == 0 else {
             mdb_env_close(env)
+            // The data file may say more clearly what is wrong than LMDB's code.
+            try DataFileCheck.check(directory: path, readOnly: configuration.readOnly)
             throw LMDBError.from(code: rc, path: path, operation: "open")
+        }
+        // Checked after LMDB's open, which waits while another process creates the file (it
+        // holds the lock file's exclusive lock until the meta pages are written); before it, a
+        // file being created looks damaged. LMDB's open reads the meta pages without touching
+        // the rest of the map, so a truncated file is still refused before any page past its end
+        // is read.
+        do {
+            try DataFileCheck.check(directory: path, readOnly: configuration.readOnly)
+        } catch {
+            mdb_env_close(env)
+            throw error
         }
         var dead: Int32 = 0
         _ = mdb_reader_check(env, &dead)

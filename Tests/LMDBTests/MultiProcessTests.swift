@@ -5,6 +5,19 @@ import Testing
 
 @Suite("Two processes on one store")
 struct MultiProcessTests {
+    @Test("a store another process is creating is opened once it is created, not taken for a damaged file")
+    func openWhileAnotherProcessCreates() throws {
+        let source = TemporaryDirectory("create-source"), dir = TemporaryDirectory("create-target")
+        let child = try ChildProcess(["lmdb-create-slowly", source.path, dir.path])
+        #expect(child.readLine() == "creating")
+        // LMDB's open waits for the creating process's lock; the data file is checked after it.
+        let env = try Environment.open(path: dir.path)
+        let db: Database<String, [UInt8]> = try env.database(named: "records")
+        #expect(try env.read { txn in try txn.get("made", in: db) } == [7])
+        #expect(child.readLine() == "created")
+        #expect(try child.waitForExit() == 0)
+    }
+
     @Test("the parent sees each of a child's commits through lastTransactionID, with its records")
     func parentSeesChildCommits() throws {
         let dir = TemporaryDirectory("two-proc")

@@ -240,6 +240,32 @@ do {
         if let failure = host.failure { fail("host failed: \(failure)") }
         say("done \(host.rendering.state.tags.count)")
 
+    case "lmdb-create-slowly":
+        // lmdb-create-slowly SOURCE DIR: plays a process that is creating the store at DIR as
+        // LMDB's first opener does: holds the lock file's exclusive lock while data.mdb holds only
+        // zeros; prints "creating", then after 500 ms writes the data file of a store made at
+        // SOURCE (one record "made" = [7]), prints "created" and exits (releasing the lock).
+        do {
+            let env = try Environment.open(path: arguments[1])
+            let db: Database<String, [UInt8]> = try env.database(named: "records")
+            try env.write { txn in try txn.put([7], forKey: "made", in: db) }
+        }
+        let source = arguments[1], target = arguments[2]
+        try FileManager.default.copyItem(atPath: source + "/lock.mdb", toPath: target + "/lock.mdb")
+        let lockFD = open(target + "/lock.mdb", O_RDWR)
+        var lock = flock()
+        lock.l_type = Int16(F_WRLCK)
+        lock.l_whence = Int16(SEEK_SET)
+        lock.l_start = 0
+        lock.l_len = 1
+        guard lockFD >= 0, fcntl(lockFD, F_SETLK, &lock) == 0 else { fail("cannot lock \(target)/lock.mdb: \(errno)") }
+        let data = try Data(contentsOf: URL(fileURLWithPath: source + "/data.mdb"))
+        try Data(count: 8192).write(to: URL(fileURLWithPath: target + "/data.mdb"))
+        say("creating")
+        usleep(500_000)
+        try data.write(to: URL(fileURLWithPath: target + "/data.mdb"))
+        say("created")
+
     case "resume-counter":
         // resume-counter STORE ID: resumes DurableCounter instance ID and prints "count N", or
         // "error KIND sequence S: DESCRIPTION" for a DurableError.
