@@ -2,11 +2,11 @@ import Workflow
 
 /// Hooks into the durable engine, for logging, metrics and tracing. Every hook has a no-op
 /// default. Replay hooks are called on the thread running the resume; `didAppend` and
-/// `didCommit` on the thread that writes the commit: `start`'s caller for an instance's first
-/// entry (its root props), then the host's for `strict` and `processCrashSafe`, a background
-/// thread for `grouped` batches (one commit at a time per instance, in sequence order). Every
-/// entry written is told to `didAppend` once. A commit hook that blocks delays that instance's
-/// later commits.
+/// `didCommit` on the thread that wrote the commit: `start`'s caller for an instance's first
+/// entry (its root props), then the store's committer, which commits for every instance of the
+/// store (the thread of a host waiting for its commit, or a background thread), one commit at a
+/// time, each instance's in sequence order. Every entry written is told to `didAppend` once. A
+/// commit hook that blocks delays every instance's later commits: keep it short.
 public protocol DurableObserver: Sendable {
     /// `entry` of `instance` was written to the log (its commit follows at once).
     func didAppend(_ entry: LogEntry, instance: String)

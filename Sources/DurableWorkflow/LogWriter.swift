@@ -4,36 +4,45 @@ import Synchronization
 import Workflow
 import WorkflowLocks
 
-/// Writes one instance's commits, one at a time and in sequence order: on the host's thread
-/// (strict and processCrashSafe commits, and whenever the host must wait), or in the background
-/// for batches the host hands off (group commits), so that the host goes on applying actions
-/// while a batch is encoded, written and synced.
+/// One instance's side of the store's ``CommitPipeline``: the batches its host hands in, waiting
+/// in order, and what the pipeline's committer needs to write and settle them.
 ///
-/// `writing` is held for every commit and guards the index record as last committed. The
-/// batches handed off wait, merged into one, under `handedOff`, with whether a background worker
-/// is running. A worker takes the waiting batch only while it holds `writing`, so a commit on
-/// the host's thread, which first takes whatever waits, can never be overtaken by an older batch.
+/// A batch is handed in for a background commit (group commits: the host goes on applying
+/// actions meanwhile and hears of the commit through its listener) or committed before the host
+/// goes on (strict and processCrashSafe commits, and whenever the host must wait). Either way it
+/// is written by the pipeline, with every other instance's waiting batches, in one transaction.
 /// A failed commit is final: later batches are abandoned (they would leave a gap in the log).
 final class LogWriter: Sendable {
-    private let store: WorkflowStore
-    private let instanceID: String
+    let store: WorkflowStore
+    let instanceID: String
+    let configuration: DurableConfiguration
     private let owner: InstanceOwner
-    private let configuration: DurableConfiguration
-    private let writing: Lock<InstanceRecord>
+    /// The index record as last committed: the pipeline's committer (one at a time) reads it when
+    /// it takes this writer's batches and replaces it once they are committed.
+    private let record: Lock<InstanceRecord>
     private let handedOff = Lock(HandOffs())
-    /// Signalled when the worker takes the waiting batch while the host waits for room.
+    /// Signalled when the committer takes the waiting batches while the host waits for room.
     private let room = DispatchSemaphore(value: 0)
-    /// The last sequence committed (by any thread).
+    /// Signalled after each round that settled batches of this writer, for a thread that waits.
+    private let settled = DispatchSemaphore(value: 0)
+    /// The last sequence committed.
     private let committed: Atomic<UInt64>
 
-    /// Batches waiting for the background worker, and what it tells when done.
+    /// Batches waiting for the pipeline, and where they stand.
     private struct HandOffs {
         var waiting: [CommitBatch] = []
         var waitingEntries = 0
+        /// The sequence of the last entry handed in.
+        var lastHandedIn: UInt64 = 0
         var listener: (any JournalListener)?
-        var working = false
+        /// Listed in the pipeline for its next round.
+        var listed = false
+        /// Taken by a round that has not settled yet.
+        var inFlight = false
         /// The host waits on `room` for the backlog to shrink.
         var hostWaits = false
+        /// A thread waits on `settled`.
+        var settleWaits = false
         var failure: (any Error)?
         var closed = false
 
@@ -44,6 +53,19 @@ final class LogWriter: Sendable {
             }
             return waiting
         }
+
+        /// Adds `batch` to the waiting ones; whether the writer must be listed in the pipeline.
+        mutating func append(_ batch: CommitBatch) -> Bool {
+            // A batch without entries writes nothing (its snapshots and attachments belong to
+            // entries it would hold).
+            if batch.isEmpty { return false }
+            waiting.append(batch)
+            waitingEntries += batch.entries.count
+            if let last = batch.entries.last { lastHandedIn = last.sequence }
+            let wasListed = listed
+            listed = true
+            return !wasListed
+        }
     }
 
     /// A writer for an instance whose `record` (as last committed) carries this host's `owner` claim.
@@ -53,208 +75,207 @@ final class LogWriter: Sendable {
         self.owner = record.owner
         self.configuration = configuration
         self.committed = Atomic(record.lastSequence)
-        self.writing = Lock(record)
+        self.record = Lock(record)
+        handedOff.withLock { $0.lastHandedIn = record.lastSequence }
     }
 
     /// Every entry up to this sequence is committed.
     var committedThrough: UInt64 { committed.load(ordering: .acquiring) }
 
-    /// Queues `batch` for the background worker, which commits it (with any other batch waiting)
-    /// and then calls `listener.journalDidCommit(through:)` or `journalDidFail(_:)`; after a
-    /// failure, abandons it and throws that failure. While
-    /// `backlog` entries or more already wait, blocks until the worker takes them: a host that
-    /// outpaces the disk is slowed to its pace instead of holding ever more in memory.
+    /// Queues `batch` for a background commit, after which the pipeline calls
+    /// `listener.journalDidCommit(through:)` or `journalDidFail(_:)`; after a failure, abandons
+    /// it and throws that failure. While `backlog` entries or more already wait, blocks until
+    /// the committer takes them: a host that outpaces the disk is slowed to its pace instead of
+    /// holding ever more in memory.
     func handOff(_ batch: CommitBatch, listener: any JournalListener, backlog: Int) throws {
         while true {
-            let startWorker = try handedOff.withLock { state -> Bool? in
+            let list = try handedOff.withLock { state -> Bool? in
                 if let failure = state.failure {
                     batch.abandon()
                     throw failure
                 }
-                if state.working && state.waitingEntries >= backlog {
+                if (state.listed || state.inFlight) && state.waitingEntries >= backlog {
                     state.hostWaits = true
                     return nil
                 }
-                state.waiting.append(batch)
-                state.waitingEntries += batch.entries.count
                 state.listener = listener
-                if state.working { return false }
-                state.working = true
-                return true
+                return state.append(batch)
             }
-            guard let startWorker else {
+            guard let list else {
                 room.wait()
                 continue
             }
-            if startWorker {
-                DispatchQueue.global().async { self.work() }
-            }
+            if list { store.pipeline.submit(self) }
             return
         }
     }
 
-    /// Commits whatever was handed off and `batch`, on this thread, after any commit in flight;
-    /// on failure, abandons them all and throws.
+    /// Commits whatever was handed in and `batch` before returning (sharing the commit with other
+    /// instances' waiting batches); on failure, abandons what waits and throws.
     func commitNow(_ batch: CommitBatch) throws {
-        try writing.withLock { record in
-            var batches = try handedOff.withLock { state -> [CommitBatch] in
-                if let failure = state.failure {
-                    batch.abandon()
-                    throw failure
-                }
-                return state.takeWaiting()
+        let list = try handedOff.withLock { state -> Bool in
+            if let failure = state.failure {
+                batch.abandon()
+                throw failure
             }
-            batches.append(batch)
-            do {
-                try write(batches, record: &record)
-            } catch {
-                handedOff.withLock { $0.failure = error }
-                for batch in batches { batch.abandon() }
-                throw error
-            }
+            return state.append(batch)
+        }
+        store.pipeline.commit(self, list: list)
+        if let failure = handedOff.withLock({ $0.failure }) { throw failure }
+    }
+
+    /// Whether everything handed in is committed, or this writer has failed or closed.
+    var isSettled: Bool {
+        handedOff.withLock { state in
+            state.failure != nil || state.closed || (!state.listed && !state.inFlight && committedThrough >= state.lastHandedIn)
         }
     }
 
-    /// The host stopped: abandons what waits, waits for a commit in flight, and clears this
-    /// host's claim on the instance.
-    func close() {
+    /// Waits for the end of a round that settles batches of this writer (or returns at once if
+    /// nothing of it is waiting or in flight any more).
+    func waitForRound() {
+        let wait = handedOff.withLock { state -> Bool in
+            guard state.listed || state.inFlight else { return false }
+            state.settleWaits = true
+            return true
+        }
+        if wait { settled.wait() }
+    }
+
+    /// For the pipeline's committer: the waiting batches, now in flight, with the record as last
+    /// committed; `nil` when nothing waits (closed, failed, or taken already).
+    func takeForCommit() -> CommitParticipant? {
+        var wakeHost = false
+        let taken = handedOff.withLock { state -> (batches: [CommitBatch], listener: (any JournalListener)?)? in
+            state.listed = false
+            wakeHost = state.hostWaits
+            state.hostWaits = false
+            if state.waiting.isEmpty || state.failure != nil || state.closed { return nil }
+            state.inFlight = true
+            defer { state.listener = nil }
+            return (state.takeWaiting(), state.listener)
+        }
+        if wakeHost { room.signal() }
+        guard let taken else { return nil }
+        return CommitParticipant(writer: self, batches: taken.batches, listener: taken.listener, record: record.withLock { $0 })
+    }
+
+    /// For the pipeline's committer, once the round is over: records the outcome, tells
+    /// observers, attachments and the host, and wakes a thread waiting for it.
+    func settle(_ participant: CommitParticipant, duration: Duration) {
+        let last = participant.lastSequence ?? committedThrough
+        if participant.failure == nil {
+            record.withLock { $0 = participant.record }
+            committed.store(last, ordering: .releasing)
+            for observer in configuration.observers {
+                for entry in participant.written { observer.didAppend(entry, instance: instanceID) }
+                observer.didCommit(instance: instanceID, batchSize: participant.written.count, lastSequence: last, duration: duration)
+            }
+            for batch in participant.batches {
+                for attachment in batch.attachments { attachment.didCommit() }
+            }
+        }
+        var wakeHost = false, wakeWaiter = false
         let abandoned = handedOff.withLock { state -> [CommitBatch] in
-            state.closed = true
-            state.listener = nil
-            return state.takeWaiting()
+            state.inFlight = false
+            wakeWaiter = state.settleWaits
+            state.settleWaits = false
+            guard let failure = participant.failure, state.failure == nil else { return [] }
+            state.failure = failure
+            wakeHost = state.hostWaits
+            state.hostWaits = false
+            return participant.batches + state.takeWaiting()
         }
         for batch in abandoned { batch.abandon() }
-        let record = writing.withLock { $0 }
-        store.releaseOwnership(of: instanceID, record: record, owner: owner)
-    }
-
-    /// The background worker: commits waiting batches until none is left.
-    private func work() {
-        while true {
-            var listener: (any JournalListener)?
-            let result: Result<UInt64, any Error>? = writing.withLock { record in
-                var wakeHost = false
-                let taken = handedOff.withLock { state -> [CommitBatch]? in
-                    wakeHost = state.hostWaits
-                    state.hostWaits = false
-                    if state.waiting.isEmpty || state.failure != nil || state.closed {
-                        state.working = false
-                        return nil
-                    }
-                    listener = state.listener
-                    state.listener = nil
-                    return state.takeWaiting()
-                }
-                if wakeHost { room.signal() }
-                guard let batches = taken, let last = batches.last?.entries.last else { return nil }
-                do {
-                    try write(batches, record: &record)
-                    return .success(last.sequence)
-                } catch {
-                    let abandoned = handedOff.withLock { state -> [CommitBatch] in
-                        state.failure = error
-                        wakeHost = state.hostWaits
-                        state.hostWaits = false
-                        return state.takeWaiting()
-                    }
-                    if wakeHost { room.signal() }
-                    for batch in batches + abandoned { batch.abandon() }
-                    return .failure(error)
-                }
-            }
-            switch result {
-            case nil: return
-            case .success(let sequence)?: listener?.journalDidCommit(through: sequence)
-            case .failure(let error)?: listener?.journalDidFail(error)
-            }
-        }
-    }
-
-    /// Writes the batches' entries, snapshots and attachments and the index record in one
-    /// transaction; `record` becomes the committed index state.
-    private func write(_ batches: [CommitBatch], record: inout InstanceRecord) throws {
-        guard let last = batches.last(where: { !$0.isEmpty })?.entries.last else { return }
-        let durability: EnvironmentConfiguration.Durability?
-        if case .processCrashSafe(let interval) = configuration.mode {
-            durability = .noSync
-            store.scheduleBackgroundSync(every: interval)
+        if wakeHost { room.signal() }
+        if wakeWaiter { settled.signal() }
+        if let failure = participant.failure {
+            participant.listener?.journalDidFail(failure)
         } else {
-            durability = nil
+            participant.listener?.journalDidCommit(through: last)
         }
-        let layout = store.layout, key = record.key, cached = record, owner = self.owner
+    }
+
+    /// The host stopped: abandons what waits, waits for a round in flight, and clears this
+    /// host's claim on the instance.
+    func close() {
+        while true {
+            let (abandoned, inFlight) = handedOff.withLock { state -> ([CommitBatch], Bool) in
+                state.closed = true
+                state.listener = nil
+                if state.inFlight { state.settleWaits = true }
+                return (state.takeWaiting(), state.inFlight)
+            }
+            for batch in abandoned { batch.abandon() }
+            guard inFlight else { break }
+            settled.wait()
+        }
+        store.releaseOwnership(of: instanceID, record: record.withLock { $0 }, owner: owner)
+    }
+
+    /// Writes the participant's entries, snapshots and attachments and its index record in the
+    /// round's transaction; `participant.record` becomes the index state as written. Throws
+    /// ``CommitParticipant/Refused`` before writing anything when another host owns the instance.
+    /// The pipeline's committer may run this again in a new transaction (after a full map grew,
+    /// or without another participant that failed): each run starts afresh.
+    func write(_ participant: inout CommitParticipant, in txn: borrowing WriteTransaction, layout: StoreLayout) throws {
+        let batches = participant.batches
+        participant.written.removeAll(keepingCapacity: true)
+        guard let last = batches.last(where: { !$0.isEmpty })?.entries.last else { return }
+        let cached = participant.record, key = cached.key
         let codec = configuration.codec, observed = !configuration.observers.isEmpty
-        var written: [LogEntry] = []
         var payload: [UInt8] = []
         payload.reserveCapacity(256)
-        let started = ContinuousClock.now
-        do {
-            record = try store.environment.write(durability: durability) { txn in
-                // The environment runs this closure again after growing a full map: start afresh.
-                written.removeAll(keepingCapacity: true)
-                payload.removeAll(keepingCapacity: true)
-                // Read-modify-write, so a status set meanwhile (complete) is kept.
-                let stored = try txn.value(forKey: cached.stateKey, in: layout.log) { cached.withState($0) }
-                var updated = stored ?? cached
-                guard updated.owner == owner else { throw self.inUse(by: updated.owner, at: last.sequence) }
-                updated.lastSequence = last.sequence
-                updated.updated = last.time
-                if let snapshot = batches.last(where: { !$0.snapshots.isEmpty })?.snapshots.last {
-                    updated.lastSnapshot = snapshot.sequence
-                }
-                // One cursor for every entry: consecutive keys mostly land on the page it stands on.
-                try txn.withCursor(on: layout.log) { cursor in
-                    // The newest instance's index state is the last key of the log: it is lifted off
-                    // and put back after the new entries, so that each lands after the last key of
-                    // its page. (Inserted before a key that stays last, each entry that fills a page
-                    // made LMDB split it in half, and the log's pages stayed half empty.)
-                    var atEnd = try cursor.last().map { try $0.key(as: LogKey.self) == cached.stateKey } ?? false
-                    if atEnd { try cursor.deleteCurrent() }
-                    for batch in batches {
-                        // Targets change rarely within a batch: each is copied out, and the
-                        // bytes naming it made, once.
-                        var targetIndex = -1
-                        var target: EntryTarget?
-                        var targetBytes: [UInt8] = []
-                        for pending in batch.entries {
-                            if pending.target != targetIndex {
-                                targetIndex = pending.target
-                                target = batch.targets[targetIndex]
-                                targetBytes = LogEntry.targetBytes(
-                                    nodePath: target!.nodePath, actionTag: target!.actionTag, actionVersion: target!.actionVersion)
-                            }
-                            let start = try self.write(
-                                pending, of: batch, target: target!, targetBytes: targetBytes, codec: codec, payload: &payload,
-                                cursor: cursor, key: key, atEnd: &atEnd)
-                            if observed { written.append(pending.entry(target: target!, payload: Array(payload[start...]))) }
-                        }
-                    }
-                    let state = updated.encodedState()
-                    let fill = { (target: UnsafeMutableRawBufferPointer) in state.withUnsafeBytes { target.copyMemory(from: $0) } }
-                    if atEnd, try cursor.reserveAtEnd(state.count, forKey: updated.stateKey, fill) { return }
-                    try cursor.reserve(state.count, forKey: updated.stateKey, fill)
-                }
-                for batch in batches {
-                    for snapshot in batch.snapshots {
-                        try txn.put(snapshot.encoded(), forKey: LogKey(instance: key, sequence: snapshot.sequence), in: layout.snapshots)
-                    }
-                    for attachment in batch.attachments { try attachment.write(in: txn) }
-                }
-                return updated
-            }
-            committed.store(last.sequence, ordering: .releasing)
-        } catch let error as LMDBError {
-            throw DurableError.storage(error, store: store.path, instance: instanceID)
+        // Read-modify-write, so a status set meanwhile (complete) is kept.
+        let stored = try txn.value(forKey: cached.stateKey, in: layout.log) { cached.withState($0) }
+        var updated = stored ?? cached
+        guard updated.owner == owner else { throw CommitParticipant.Refused(error: inUse(by: updated.owner, at: last.sequence)) }
+        updated.lastSequence = last.sequence
+        updated.updated = last.time
+        if let snapshot = batches.last(where: { !$0.snapshots.isEmpty })?.snapshots.last {
+            updated.lastSnapshot = snapshot.sequence
         }
-        if observed {
-            let duration = ContinuousClock.now - started
-            for observer in configuration.observers {
-                for entry in written { observer.didAppend(entry, instance: instanceID) }
-                observer.didCommit(instance: instanceID, batchSize: written.count, lastSequence: last.sequence, duration: duration)
+        var written: [LogEntry] = []
+        // One cursor for every entry: consecutive keys mostly land on the page it stands on.
+        try txn.withCursor(on: layout.log) { cursor in
+            // The newest instance's index state is the last key of the log: it is lifted off
+            // and put back after the new entries, so that each lands after the last key of
+            // its page. (Inserted before a key that stays last, each entry that fills a page
+            // made LMDB split it in half, and the log's pages stayed half empty.)
+            var atEnd = try cursor.last().map { try $0.key(as: LogKey.self) == cached.stateKey } ?? false
+            if atEnd { try cursor.deleteCurrent() }
+            for batch in batches {
+                // Targets change rarely within a batch: each is copied out, and the
+                // bytes naming it made, once.
+                var targetIndex = -1
+                var target: EntryTarget?
+                var targetBytes: [UInt8] = []
+                for pending in batch.entries {
+                    if pending.target != targetIndex {
+                        targetIndex = pending.target
+                        target = batch.targets[targetIndex]
+                        targetBytes = LogEntry.targetBytes(
+                            nodePath: target!.nodePath, actionTag: target!.actionTag, actionVersion: target!.actionVersion)
+                    }
+                    let start = try self.write(
+                        pending, of: batch, target: target!, targetBytes: targetBytes, codec: codec, payload: &payload,
+                        cursor: cursor, key: key, atEnd: &atEnd)
+                    if observed { written.append(pending.entry(target: target!, payload: Array(payload[start...]))) }
+                }
             }
+            let state = updated.encodedState()
+            let fill = { (target: UnsafeMutableRawBufferPointer) in state.withUnsafeBytes { target.copyMemory(from: $0) } }
+            if atEnd, try cursor.reserveAtEnd(state.count, forKey: updated.stateKey, fill) { return }
+            try cursor.reserve(state.count, forKey: updated.stateKey, fill)
         }
         for batch in batches {
-            for attachment in batch.attachments { attachment.didCommit() }
+            for snapshot in batch.snapshots {
+                try txn.put(snapshot.encoded(), forKey: LogKey(instance: key, sequence: snapshot.sequence), in: layout.snapshots)
+            }
+            for attachment in batch.attachments { try attachment.write(in: txn) }
         }
+        participant.record = updated
+        participant.written = written
     }
 
     /// Encodes `pending`'s payload onto the end of `payload` and writes its record in space reserved

@@ -31,6 +31,8 @@ public final class WorkflowStore: Sendable {
     /// The LMDB environment underneath (shared with the signal subsystem).
     package let environment: Environment
     let layout: StoreLayout
+    /// Commits every instance's batches, merging whatever waits into one transaction.
+    let pipeline = CommitPipeline()
     private let syncTask = Lock<Task<Void, Never>?>(nil)
 
     /// The store format this library writes (rule B1: a newer one is refused, an older one migrated).

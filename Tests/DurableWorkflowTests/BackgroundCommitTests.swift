@@ -109,42 +109,6 @@ private final class Published: Sendable {
     var all: [Int] { counts.withLock { $0 } }
 }
 
-/// A list of numbers whose `Put` action cannot be encoded when its value is negative.
-private struct Picky: Workflow, Codable, Sendable {
-    struct Put: DurableAction {
-        typealias WorkflowType = Picky
-        static let tag = "picky.put"
-        var value: Int
-
-        enum CodingKeys: CodingKey { case value }
-        init(value: Int) { self.value = value }
-        init(from decoder: any Decoder) throws {
-            value = try decoder.container(keyedBy: CodingKeys.self).decode(Int.self, forKey: .value)
-        }
-        func encode(to encoder: any Encoder) throws {
-            guard value >= 0 else {
-                throw EncodingError.invalidValue(value, .init(codingPath: [], debugDescription: "negative values are not encodable"))
-            }
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(value, forKey: .value)
-        }
-
-        func apply(toState state: inout [Int]) -> Never? {
-            state.append(value)
-            return nil
-        }
-    }
-
-    func makeInitialState() -> [Int] { [] }
-    func render(state: [Int], context: RenderContext<Picky>) -> (values: [Int], sink: Sink<Put>) {
-        (state, context.makeSink(of: Put.self))
-    }
-
-    static func configuration(_ mode: DurableConfiguration.Mode) -> DurableConfiguration {
-        DurableConfiguration(mode: mode, actions: ActionRegistry(Put.self))
-    }
-}
-
 @Suite("Group commits in the background: the host applies on while a batch is written (D2)")
 struct BackgroundCommitTests {
     @Test("a batch being committed holds its renderings, outputs and side effects; the host applies the next actions meanwhile; all are released in order once committed")

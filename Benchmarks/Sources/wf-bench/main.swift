@@ -7,6 +7,10 @@ if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "--signal-post
     try SignalsScenario.runPoster(Array(CommandLine.arguments.dropFirst(2)))
     exit(0)
 }
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "--service-child" {
+    try ServiceScenario.runChild(Array(CommandLine.arguments.dropFirst(2)))
+    exit(0)
+}
 
 /// Ceilings measured so far in this run, by case name (raw-lmdb runs first when needed).
 nonisolated(unsafe) var ceilings: [String: Measurement] = [:]
@@ -19,6 +23,7 @@ let scenarios: [(name: String, run: ((runs: Int, scale: Double)) throws -> [Meas
     (InstancesScenario.name, { try InstancesScenario.run(runs: $0.runs, scale: $0.scale) }),
     (SignalsScenario.name, { try SignalsScenario.run(runs: $0.runs, scale: $0.scale) }),
     (FeedbackScenario.name, { try FeedbackScenario.run(runs: $0.runs, scale: $0.scale, runtime: ceilings["one-node"]) }),
+    (ServiceScenario.name, { try ServiceScenario.run(runs: $0.runs, scale: $0.scale) }),
     (SQLiteScenario.name, { try SQLiteScenario.run(runs: $0.runs, scale: $0.scale, ceilings: ceilings) }),
 ]
 let plannedScenarios: [String] = []

@@ -1,0 +1,247 @@
+import DurableWorkflow
+import Foundation
+import LMDB
+import Synchronization
+import Workflow
+
+/// A service's shapes: N instances in one store, each driven by its own client task, against the
+/// raw ceiling of N appends per synced commit measured in the same run.
+///
+/// - request/response: each client loops `await sendAndWait` for a fixed window (`grouped`,
+///   `strict`); the figure is actions acknowledged per second over all clients;
+/// - fire and forget: each client sends its share of a fixed total, then awaits `flush()`;
+/// - two processes: two children of this runner on one store, N/2 instances each, request/response
+///   in `grouped` for the same window.
+enum ServiceScenario {
+    static let name = "service"
+    static let instanceCounts = [1, 10, 100, 1_000]
+
+    static func run(runs: Int, scale: Double) throws -> [Measurement] {
+        let window = max(0.25, 1.0 * scale)
+        let total = max(10_000, Int(100_000 * scale))
+        var results: [Measurement] = []
+
+        var raw: [Int: Measurement] = [:]
+        for count in instanceCounts {
+            let commits = max(5, min(200, 20_000 / count))
+            let result = try rawSyncedCommits(appendsPerCommit: count, commits: commits, runs: runs)
+            raw[count] = result
+            results.append(result)
+        }
+
+        var groupedByCount: [Int: Measurement] = [:]
+        for count in instanceCounts {
+            var result = try requestResponse(.grouped, instances: count, window: window, runs: runs)
+            if let ceiling = raw[count] { result = result.relative(to: ceiling) }
+            groupedByCount[count] = result
+            results.append(result)
+        }
+        var strictOne: Measurement?
+        for count in instanceCounts {
+            var result = try requestResponse(.strict, instances: count, window: window, runs: runs)
+            if let strictOne { result = result.relative(to: strictOne) } else { strictOne = result }
+            results.append(result)
+        }
+        var fireOne: Measurement?
+        for count in instanceCounts {
+            var result = try fireAndForget(instances: count, total: total, runs: runs)
+            if let fireOne { result = result.relative(to: fireOne) } else { fireOne = result }
+            results.append(result)
+        }
+        for count in instanceCounts where count >= 10 {
+            var result = try twoProcesses(instances: count, window: window, runs: runs)
+            if let oneProcess = groupedByCount[count] { result = result.relative(to: oneProcess) }
+            results.append(result)
+        }
+        return results
+    }
+
+    // MARK: The ceiling
+
+    /// Raw LMDB: commits of `appendsPerCommit` records, each commit synced as the engine's
+    /// `grouped` and `strict` commits are.
+    static func rawSyncedCommits(appendsPerCommit: Int, commits: Int, runs: Int) throws -> Measurement {
+        let dir = try temporaryStore("service-raw-\(appendsPerCommit)")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let environment = try Environment.open(path: dir, configuration: .init(durability: .strict))
+        let log: Database<UInt64, [UInt8]> = try environment.database(named: "log")
+        let value = [UInt8](repeating: 0xAB, count: RawLMDBScenario.recordSize)
+        var next: UInt64 = 1
+        return try Measurement.measure(
+            name, "raw-\(appendsPerCommit)-per-commit", metric: "appends_per_s", runs: runs,
+            detail: "raw LMDB: \(commits) synced commits of \(appendsPerCommit) appends of \(RawLMDBScenario.recordSize) B"
+        ) {
+            let elapsed = try seconds {
+                for _ in 0..<commits {
+                    try environment.write { txn in
+                        for _ in 0..<appendsPerCommit {
+                            try txn.append(value, forKey: next, in: log)
+                            next += 1
+                        }
+                    }
+                }
+            }
+            return Double(appendsPerCommit * commits) / elapsed
+        }
+    }
+
+    // MARK: One process
+
+    /// `instances` counters started in a fresh store, their sinks, and the store.
+    static func startInstances(
+        _ mode: DurableConfiguration.Mode, count: Int, label: String, in path: String? = nil, prefix: String = "i"
+    ) throws -> (store: WorkflowStore, hosts: [WorkflowHost<CodableCounter>], directory: String) {
+        let dir = try path ?? temporaryStore("service-\(label)")
+        let store = try WorkflowStore.open(path: dir)
+        let configuration = benchConfiguration(mode)
+        let hosts = try (0..<count).map { index in
+            try store.start(CodableCounter(), id: "\(prefix)\(index)", configuration: configuration)
+        }
+        return (store, hosts, dir)
+    }
+
+    /// Each instance's client loops `sendAndWait` until `window` seconds are up; returns the
+    /// actions acknowledged per second.
+    static func acknowledgedPerSecond(_ hosts: [WorkflowHost<CodableCounter>], window: Double) -> Double {
+        let sinks = hosts.map { $0.rendering.sink }
+        let deadline = ContinuousClock.now + .milliseconds(Int(window * 1_000))
+        let done = DispatchSemaphore(value: 0)
+        let acknowledged = AcknowledgedCount()
+        let start = ContinuousClock.now
+        Task.detached {
+            await withTaskGroup(of: Int.self) { group in
+                for sink in sinks {
+                    group.addTask {
+                        var count = 0
+                        while ContinuousClock.now < deadline {
+                            if await sink.sendAndWait(.init(amount: 1)) { count += 1 }
+                        }
+                        return count
+                    }
+                }
+                for await count in group { acknowledged.add(count) }
+            }
+            done.signal()
+        }
+        done.wait()
+        let elapsed = ContinuousClock.now - start
+        return Double(acknowledged.value) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    }
+
+    static func requestResponse(_ mode: DurableConfiguration.Mode, instances count: Int, window: Double, runs: Int) throws -> Measurement {
+        let modeName = if case .strict = mode { "strict" } else { "grouped" }
+        let (store, hosts, dir) = try startInstances(mode, count: count, label: "rr-\(modeName)-\(count)")
+        defer {
+            for host in hosts { host.stop() }
+            _ = store
+            try? FileManager.default.removeItem(atPath: dir)
+        }
+        return Measurement.measure(
+            name, "request-response-\(modeName)-\(count)", metric: "actions_per_s", runs: runs,
+            detail: "\(count) instances, a client each looping await sendAndWait for \(window) s"
+        ) {
+            acknowledgedPerSecond(hosts, window: window)
+        }
+    }
+
+    static func fireAndForget(instances count: Int, total: Int, runs: Int) throws -> Measurement {
+        let (store, hosts, dir) = try startInstances(.grouped, count: count, label: "ff-\(count)")
+        defer {
+            for host in hosts { host.stop() }
+            _ = store
+            try? FileManager.default.removeItem(atPath: dir)
+        }
+        let share = total / count
+        return Measurement.measure(
+            name, "fire-and-forget-\(count)", metric: "actions_per_s", runs: runs,
+            detail: "\(count) instances in grouped mode, a client each sending \(share) then awaiting flush()"
+        ) {
+            let done = DispatchSemaphore(value: 0)
+            let start = ContinuousClock.now
+            Task.detached {
+                await withTaskGroup(of: Void.self) { group in
+                    for host in hosts {
+                        group.addTask {
+                            let sink = host.rendering.sink
+                            for _ in 0..<share { sink.send(.init(amount: 1)) }
+                            await host.flush()
+                        }
+                    }
+                }
+                done.signal()
+            }
+            done.wait()
+            let elapsed = ContinuousClock.now - start
+            return Double(share * count) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        }
+    }
+
+    // MARK: Two processes
+
+    static func twoProcesses(instances count: Int, window: Double, runs: Int) throws -> Measurement {
+        let dir = try temporaryStore("service-two-\(count)")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var run = 0
+        return try Measurement.measure(
+            name, "two-processes-grouped-\(count)", metric: "actions_per_s", runs: runs,
+            detail: "2 processes on one store, \(count / 2) instances and clients each, await sendAndWait for \(window) s"
+        ) {
+            run += 1
+            // Each child starts its instances, says "ready", waits for "go" on its input, runs the
+            // window and prints how many actions were acknowledged per second.
+            let children = try (0..<2).map { child -> (Process, Pipe, Pipe) in
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+                process.arguments = ["--service-child", dir, "r\(run)p\(child)-", "\(count / 2)", "\(window)"]
+                let input = Pipe(), output = Pipe()
+                process.standardInput = input
+                process.standardOutput = output
+                try process.run()
+                return (process, input, output)
+            }
+            for (_, _, output) in children {
+                guard line(from: output.fileHandleForReading) == "ready" else { throw ChildFailed() }
+            }
+            for (_, input, _) in children { input.fileHandleForWriting.write(Data("go\n".utf8)) }
+            var sum = 0.0
+            for (process, _, output) in children {
+                guard let text = line(from: output.fileHandleForReading), let rate = Double(text) else { throw ChildFailed() }
+                sum += rate
+                process.waitUntilExit()
+            }
+            return sum
+        }
+    }
+
+    /// The child side of ``twoProcesses(instances:window:runs:)``.
+    static func runChild(_ arguments: [String]) throws {
+        let dir = arguments[0], prefix = arguments[1], count = Int(arguments[2])!, window = Double(arguments[3])!
+        let (store, hosts, _) = try startInstances(.grouped, count: count, label: "", in: dir, prefix: prefix)
+        FileHandle.standardOutput.write(Data("ready\n".utf8))
+        _ = Swift.readLine()
+        let rate = acknowledgedPerSecond(hosts, window: window)
+        for host in hosts { host.stop() }
+        _ = store
+        FileHandle.standardOutput.write(Data("\(rate)\n".utf8))
+    }
+
+    struct ChildFailed: Error {}
+
+    /// One line from `handle`, read a byte at a time (the child writes more lines later).
+    static func line(from handle: FileHandle) -> String? {
+        var bytes: [UInt8] = []
+        while true {
+            let byte = handle.readData(ofLength: 1)
+            guard let first = byte.first else { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
+            if first == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
+            bytes.append(first)
+        }
+    }
+}
+
+/// A total added to from the client tasks' group, read once they are done.
+final class AcknowledgedCount: Sendable {
+    private let total = Mutex(0)
+    func add(_ count: Int) { total.withLock { $0 += count } }
+    var value: Int { total.withLock { $0 } }
+}

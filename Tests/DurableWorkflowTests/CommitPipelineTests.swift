@@ -1,0 +1,180 @@
+import DurableWorkflow
+import Foundation
+import TestSupport
+import TestWorkflows
+import Testing
+import Workflow
+import WorkflowLocks
+
+/// Holds the committing thread in the first commit of a later entry than the start's (an
+/// observer's `didCommit` runs on the thread that committed, before anything else is committed)
+/// until the test opens it.
+private final class HeldCommit: DurableObserver {
+    private let entered = DispatchSemaphore(value: 0)
+    private let opened = DispatchSemaphore(value: 0)
+    private let held = Lock(false)
+
+    func didCommit(instance: String, batchSize: Int, lastSequence: UInt64, duration: Duration) {
+        guard lastSequence > 1, held.withLock({ held in defer { held = true }; return !held }) else { return }
+        entered.signal()
+        opened.wait()
+    }
+
+    /// Waits (up to a minute) until a commit is held.
+    func waitUntilHeld() -> Bool { entered.wait(timeout: .now() + 60) == .success }
+    func open() { opened.signal() }
+}
+
+/// Write transactions committed in `store` so far.
+private func transactions(_ store: WorkflowStore) throws -> UInt64 {
+    try store.statistics().lastTransactionID
+}
+
+@Suite("The store's commit pipeline: instances share commits; one instance's failure is its own")
+struct CommitPipelineTests {
+    @Test("batches of 20 instances that wait while another commit is written are committed together, in one transaction, each in order")
+    func waitingInstancesShareOneTransaction() async throws {
+        let dir = TemporaryDirectory("pipeline-share")
+        let store = try WorkflowStore.open(path: dir.path)
+        let gate = HeldCommit()
+        var gated = counterConfiguration(.grouped(maxBatch: 1, maxDelay: .seconds(3600)))
+        gated.observers = [gate]
+        let holder = try store.start(DurableCounter(), id: "holder", configuration: gated)
+        let configuration = counterConfiguration(.grouped(maxBatch: 1, maxDelay: .seconds(3600)))
+        let hosts = try (0..<20).map { try store.start(DurableCounter(), id: "i\($0)", configuration: configuration) }
+
+        holder.rendering.sink.send(.init(amount: 1))
+        #expect(gate.waitUntilHeld())
+        let before = try transactions(store)
+        for (index, host) in hosts.enumerated() {
+            for amount in 1...3 { host.rendering.sink.send(.init(amount: amount * (index + 1))) }
+        }
+        #expect(try store.instance(id: "i0")?.lastSequence == 1, "nothing is committed while the committer is held")
+        gate.open()
+        for host in hosts { await host.flush() }
+        await holder.flush()
+        #expect(try transactions(store) - before == 1, "the 60 entries of 20 instances were written in one transaction")
+        for (index, host) in hosts.enumerated() {
+            #expect(host.rendering.state == .init(count: 6 * (index + 1), applied: 3))
+            let amounts = try store.entries(of: "i\(index)").dropFirst().map { entry in
+                try JSONDecoder().decode(DurableCounter.Add.self, from: Data(try #require(BinaryPayloadCodec.jsonText(entry.payload)).utf8)).amount
+            }
+            #expect(amounts == [1, 2, 3].map { $0 * (index + 1) })
+            await host.stopAndWait()
+        }
+        await holder.stopAndWait()
+    }
+
+    @Test("an instance whose action cannot be encoded fails alone: the transaction is written again without it, and the others' entries are committed")
+    func failingInstanceLeftOut() async throws {
+        let dir = TemporaryDirectory("pipeline-isolation")
+        let store = try WorkflowStore.open(path: dir.path)
+        let gate = HeldCommit()
+        var gated = counterConfiguration(.grouped(maxBatch: 1, maxDelay: .seconds(3600)))
+        gated.observers = [gate]
+        let holder = try store.start(DurableCounter(), id: "holder", configuration: gated)
+        let picky = try store.start(Picky(), id: "picky", configuration: Picky.configuration(.grouped(maxBatch: 1, maxDelay: .seconds(3600))))
+        let configuration = counterConfiguration(.grouped(maxBatch: 1, maxDelay: .seconds(3600)))
+        let hosts = try (0..<5).map { try store.start(DurableCounter(), id: "i\($0)", configuration: configuration) }
+
+        holder.rendering.sink.send(.init(amount: 1))
+        #expect(gate.waitUntilHeld())
+        let before = try transactions(store)
+        hosts[0].rendering.sink.send(.init(amount: 1))
+        picky.rendering.sink.send(.init(value: 5))
+        picky.rendering.sink.send(.init(value: -1))
+        for host in hosts.dropFirst() { host.rendering.sink.send(.init(amount: 1)) }
+        gate.open()
+        for host in hosts { await host.flush() }
+        await picky.flush()
+        let error = try #require(picky.failure as? DurableError)
+        #expect(error.kind == .notCodable && error.instance == "picky" && error.sequence == 3)
+        #expect(try store.instance(id: "picky")?.lastSequence == 1, "nothing of the failing instance's batches was written")
+        for (index, host) in hosts.enumerated() {
+            #expect(host.failure == nil)
+            #expect(try store.instance(id: "i\(index)")?.lastSequence == 2)
+        }
+        // One for the five others' entries; the failed host releases its claim in one of its own.
+        let used = try transactions(store) - before
+        #expect(used <= 2, "the others' entries took \(used - 1) transactions")
+        await picky.stopAndWait()
+        let resumed = try store.resume(id: "picky", as: Picky.self, configuration: Picky.configuration(.strict))
+        #expect(resumed.rendering.values == [])
+        await resumed.stopAndWait()
+        for host in hosts { await host.stopAndWait() }
+        await holder.stopAndWait()
+    }
+
+    @Test("strict hosts sending on several threads while a commit is written share the next synced transaction")
+    func strictHostsShareACommit() async throws {
+        let dir = TemporaryDirectory("pipeline-strict")
+        let store = try WorkflowStore.open(path: dir.path)
+        let gate = HeldCommit()
+        var gated = counterConfiguration(.strict)
+        gated.observers = [gate]
+        let holder = try store.start(DurableCounter(), id: "holder", configuration: gated)
+        let hosts = try (0..<8).map { try store.start(DurableCounter(), id: "s\($0)", configuration: counterConfiguration(.strict)) }
+
+        // The holder's send commits on a thread of its own, which the gate then holds.
+        let holderThread = Thread { holder.rendering.sink.send(.init(amount: 1)) }
+        holderThread.start()
+        #expect(gate.waitUntilHeld())
+        let before = try transactions(store)
+        let started = DispatchSemaphore(value: 0), finished = DispatchSemaphore(value: 0)
+        for host in hosts {
+            Thread {
+                started.signal()
+                host.rendering.sink.send(.init(amount: 2))
+                finished.signal()
+            }.start()
+        }
+        for _ in hosts { started.wait() }
+        // Each send blocks until its entry is committed: none can be while the committer is held.
+        #expect(finished.wait(timeout: .now() + .milliseconds(300)) == .timedOut)
+        gate.open()
+        for _ in hosts { #expect(finished.wait(timeout: .now() + 60) == .success) }
+        let used = try transactions(store) - before
+        #expect(used <= 2, "8 strict commits took \(used) transactions")
+        for (index, host) in hosts.enumerated() {
+            #expect(host.rendering.state.count == 2)
+            #expect(try store.instance(id: "s\(index)")?.lastSequence == 2)
+            await host.stopAndWait()
+        }
+        await holder.stopAndWait()
+    }
+
+    @Test("50 instances, each driven by its own task with sendAndWait and sends, keep dense, ordered logs that resume to their live state")
+    func manyClientsKeepTheirOrder() async throws {
+        let dir = TemporaryDirectory("pipeline-many")
+        let store = try WorkflowStore.open(path: dir.path)
+        let modes: [DurableConfiguration.Mode] = [.grouped(maxBatch: 3, maxDelay: .zero), .strict, .grouped, .processCrashSafe]
+        let hosts = try (0..<50).map { index in
+            try store.start(DurableCounter(step: index + 1), id: "c\(index)", configuration: counterConfiguration(modes[index % modes.count]))
+        }
+        let rounds = TestLoad.scaled(200)
+        await withTaskGroup(of: Void.self) { group in
+            for host in hosts {
+                group.addTask {
+                    for round in 1...rounds {
+                        if round % 3 == 0 {
+                            _ = await host.rendering.sink.sendAndWait(.init(amount: round))
+                        } else {
+                            host.rendering.sink.send(.init(amount: round))
+                        }
+                    }
+                    await host.flush()
+                }
+            }
+        }
+        let total = (1...rounds).reduce(0, +)
+        for (index, host) in hosts.enumerated() {
+            #expect(host.failure == nil)
+            #expect(host.rendering.state == .init(count: total * (index + 1), applied: rounds))
+            await host.stopAndWait()
+            #expect(try store.entries(of: "c\(index)").map(\.sequence) == Array(1...UInt64(rounds + 1)))
+            let resumed = try store.resume(id: "c\(index)", as: DurableCounter.self, configuration: counterConfiguration(modes[index % modes.count]))
+            #expect(resumed.rendering.state == .init(count: total * (index + 1), applied: rounds))
+            await resumed.stopAndWait()
+        }
+    }
+}
