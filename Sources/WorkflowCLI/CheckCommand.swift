@@ -77,6 +77,12 @@ struct CheckWalk: ParsableCommand {
         let child = Process()
         child.executableURL = URL(fileURLWithPath: "/proc/self/exe")
         child.arguments = ["check-walk", store]
+        // The walk may end by a signal: no crash report is wanted from it, and Swift's backtracer
+        // would run as a process of its own that holds the output pipes open (under a sanitizer
+        // it did not end at all), so this command would never see the walk's end.
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        child.environment = environment
         let output = Pipe(), errors = Pipe()
         child.standardOutput = output
         child.standardError = errors

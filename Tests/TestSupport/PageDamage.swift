@@ -27,4 +27,25 @@ public enum PageDamage {
         try Data(file).write(to: URL(fileURLWithPath: path))
         return damaged
     }
+
+    /// Finds every leaf page (of `pageSize` bytes) of the data file at `path` that holds the node
+    /// whose key is `key`, and marks it a branch page in its header, as a stray write could.
+    /// Returns how many pages were damaged.
+    @discardableResult
+    public static func markLeafAsBranch(holdingKey key: [UInt8], inDataFile path: String, pageSize: Int = 4096) throws -> Int {
+        var file = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        var damaged = 0
+        var page = 2 * pageSize  // after the two meta pages
+        while page + pageSize <= file.count {
+            // The header: page number (8 bytes), pad (2), flags (2); P_LEAF is 0x02, P_BRANCH 0x01.
+            if file[page + 10] == 0x02, file[page + 11] == 0,
+               (page + 16..<page + pageSize - key.count).contains(where: { Array(file[$0..<$0 + key.count]) == key }) {
+                file[page + 10] = 0x01
+                damaged += 1
+            }
+            page += pageSize
+        }
+        try Data(file).write(to: URL(fileURLWithPath: path))
+        return damaged
+    }
 }

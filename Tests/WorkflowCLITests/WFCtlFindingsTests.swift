@@ -98,4 +98,15 @@ struct WFCtlFindingsTests {
         #expect(truncated.code == 1, "\(truncated.lines)")
         #expect(truncated.lines.contains { $0.hasPrefix("file") && $0.contains("was truncated") })
     }
+
+    @Test("wfctl check reports a page on which LMDB itself stops the walking process, with what was being read, and exits 1")
+    func checkSurvivesLMDBStopping() throws {
+        let dir = TemporaryDirectory("cli-check-abort")
+        try makeCounterStore(dir.child("store"), increments: 400)
+        #expect(try PageDamage.markLeafAsBranch(holdingKey: PageDamage.logKey(instance: 1, sequence: 150),
+                                                inDataFile: dir.child("store/data.mdb")) >= 1)
+        let damaged = try wfctl(["check", dir.child("store")])
+        #expect(damaged.code == 1, "\(damaged.lines)")
+        #expect(damaged.lines.contains { $0.hasPrefix("pages") && $0.contains("stopped the process") }, "\(damaged.lines)")
+    }
 }
