@@ -37,6 +37,9 @@ final class CommitPipeline: Sendable {
         case committing
     }
 
+    /// Whether a committer is at work now (a moment later it may not be).
+    var isCommitting: Bool { state.withLock { $0.phase == .committing } }
+
     /// `writer` has batches waiting for a background commit (it was not listed yet): lists it
     /// for the next round, and starts a background committer if none runs.
     func submit(_ writer: LogWriter) {

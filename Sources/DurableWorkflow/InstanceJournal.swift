@@ -3,8 +3,9 @@ import Workflow
 
 /// The runtime's journal for one durable instance: turns applied actions into pending entries,
 /// with digests and snapshots, on the thread running the host, and has its ``LogWriter`` commit
-/// them as the mode says: at once (strict, processCrashSafe) or, for group commits, in the
-/// background while the host goes on applying actions.
+/// them through the store's pipeline as the mode says: before the host goes on (strict,
+/// processCrashSafe), or in the background while the host goes on applying actions (group
+/// commits, and a strict `sendAndWait` while the pipeline is committing for other instances).
 final class InstanceJournal: RuntimeJournal {
     let store: WorkflowStore
     let instanceID: String
@@ -66,7 +67,7 @@ final class InstanceJournal: RuntimeJournal {
             sequence: currentSequence, origin: .props, time: time)
     }
 
-    func renderPassDidFinish(tree: any RuntimeTree, listener: any JournalListener) throws -> CommitProgress {
+    func renderPassDidFinish(tree: any RuntimeTree, listener: any JournalListener, awaited: Bool) throws -> CommitProgress {
         if case .every(let interval) = configuration.digests, interval > 0, currentSequence % UInt64(interval) == 0,
            !pending.entries.isEmpty {
             pending.setLastDigest(try digests.digest(of: tree))
@@ -80,16 +81,27 @@ final class InstanceJournal: RuntimeJournal {
                 store: store.path, instance: instanceID))
         }
         switch configuration.mode {
+        case .strict where awaited:
+            // Committed when the runtime asks (`commitPending(.now)`), once nothing else is queued.
+            return pending.isEmpty ? progressWithNothingPending : .held
         case .strict, .processCrashSafe:
             try commitHere()
             return .committed
         case .grouped(let maxBatch, _):
-            if pending.entries.count >= maxBatch { return try handOff(listener: listener, maxBatch: maxBatch) }
+            if pending.entries.count >= maxBatch { return try handOff(listener: listener, backlog: Self.backlogBatches * maxBatch) }
             return pending.isEmpty ? progressWithNothingPending : .held
         }
     }
 
     func commitPending(_ urgency: CommitUrgency, listener: any JournalListener) throws -> CommitProgress {
+        if case .strict = configuration.mode, urgency == .now {
+            // Someone awaits the commit. While the store's pipeline is committing for others, the
+            // batch joins their next round and this thread goes on; else it commits here, at once.
+            if pending.isEmpty { return progressWithNothingPending }
+            if store.pipeline.isCommitting { return try handOff(listener: listener, backlog: Self.strictBacklog) }
+            try commitHere()
+            return .committed
+        }
         guard case .grouped(let maxBatch, let delay) = configuration.mode, urgency != .wait else {
             try commitHere()
             return .committed
@@ -102,7 +114,7 @@ final class InstanceJournal: RuntimeJournal {
             }
             return .held
         }
-        return try handOff(listener: listener, maxBatch: maxBatch)
+        return try handOff(listener: listener, backlog: Self.backlogBatches * maxBatch)
     }
 
     func hostDidStop() {
@@ -125,10 +137,14 @@ final class InstanceJournal: RuntimeJournal {
     /// larger commits). 16 batches of the default 1,000 entries hold a few MB.
     static let backlogBatches = 16
 
-    /// Hands the pending batch to the writer's background worker, waiting while it is
-    /// `backlogBatches` batches behind.
-    private func handOff(listener: any JournalListener, maxBatch: Int) throws -> CommitProgress {
-        try writer.handOff(takePending(), listener: listener, backlog: Self.backlogBatches * maxBatch)
+    /// How many entries a strict host may have waiting for the pipeline (each waits for its own
+    /// commit, so few ever do).
+    static let strictBacklog = 1_000
+
+    /// Hands the pending batch to the store's pipeline for a background commit, waiting while
+    /// `backlog` entries of this instance already wait there.
+    private func handOff(listener: any JournalListener, backlog: Int) throws -> CommitProgress {
+        try writer.handOff(takePending(), listener: listener, backlog: backlog)
         return .committing
     }
 

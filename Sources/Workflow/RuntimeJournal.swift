@@ -16,8 +16,10 @@ package protocol RuntimeJournal: AnyObject {
     func attach(_ attachment: any Sendable)
     /// Records new root props.
     func record(props: any Sendable, time: WallTime, tree: any RuntimeTree) throws
-    /// The render pass for the last recorded entry finished.
-    func renderPassDidFinish(tree: any RuntimeTree, listener: any JournalListener) throws -> CommitProgress
+    /// The render pass for the last recorded entry finished. `awaited`: the entry's action came
+    /// through `sendAndWait`, whose caller waits for the commit without holding a thread (the
+    /// journal may answer `.held` and commit when ``commitPending(_:listener:)`` asks `.now`).
+    func renderPassDidFinish(tree: any RuntimeTree, listener: any JournalListener, awaited: Bool) throws -> CommitProgress
     /// Asks for a commit of everything recorded: when the mode says it is due (`.whenDue`: it may
     /// answer `.held` and call ``JournalListener/journalWantsCommit()`` later), started now
     /// (`.now`), or finished before returning (`.wait`, which answers `.committed`).

@@ -25,6 +25,16 @@ private final class HeldCommit: DurableObserver {
     func open() { opened.signal() }
 }
 
+/// Counts actions applied, in every host it observes.
+private final class AppliedActions: WorkflowObserver {
+    private let applied = Lock(0)
+    var count: Int { applied.withLock { $0 } }
+
+    func actionWillApply(_ event: ActionEvent) -> ((_ stateAfter: Any, _ output: Any?) -> Void)? {
+        { [applied] _, _ in applied.withLock { $0 += 1 } }
+    }
+}
+
 /// Write transactions committed in `store` so far.
 private func transactions(_ store: WorkflowStore) throws -> UInt64 {
     try store.statistics().lastTransactionID
@@ -138,6 +148,54 @@ struct CommitPipelineTests {
         for (index, host) in hosts.enumerated() {
             #expect(host.rendering.state.count == 2)
             #expect(try store.instance(id: "s\(index)")?.lastSequence == 2)
+            await host.stopAndWait()
+        }
+        await holder.stopAndWait()
+    }
+
+    @Test("strict sendAndWait callers whose commit would wait for another one's hold no thread meanwhile, and share the next transaction")
+    func strictAwaitersShareACommit() async throws {
+        let dir = TemporaryDirectory("pipeline-strict-await")
+        let store = try WorkflowStore.open(path: dir.path)
+        let gate = HeldCommit()
+        var gated = counterConfiguration(.strict)
+        gated.observers = [gate]
+        let holder = try store.start(DurableCounter(), id: "holder", configuration: gated)
+        let applied = AppliedActions()
+        var configuration = counterConfiguration(.strict)
+        configuration.host.observers = [applied]
+        let hosts = try (0..<10).map { try store.start(DurableCounter(), id: "w\($0)", configuration: configuration) }
+
+        let holderThread = Thread { holder.rendering.sink.send(.init(amount: 1)) }
+        holderThread.start()
+        #expect(gate.waitUntilHeld())
+        let before = try transactions(store)
+        let clients = Task {
+            await withTaskGroup(of: Bool.self) { group in
+                for host in hosts { group.addTask { await host.rendering.sink.sendAndWait(.init(amount: 2)) } }
+                return await group.reduce(true) { $0 && $1 }
+            }
+        }
+        // Ten callers on a pool of a thread or two: each is applied only if none holds its thread.
+        // Watched from a thread of its own, which opens the gate in any case.
+        let seen = Lock((applied: 0, committed: UInt64(0)))
+        let opener = Thread {
+            let deadline = ContinuousClock.now + .seconds(20)
+            while applied.count < hosts.count, ContinuousClock.now < deadline { usleep(5_000) }
+            usleep(100_000)
+            let committed = (try? store.instance(id: "w0")?.lastSequence) ?? 0
+            seen.withLock { $0 = (applied.count, committed ?? 0) }
+            gate.open()
+        }
+        opener.start()
+        #expect(await clients.value)
+        let (appliedWhileHeld, committedWhileHeld) = seen.withLock { $0 }
+        #expect(appliedWhileHeld == hosts.count, "only \(appliedWhileHeld) of \(hosts.count) actions were applied while a commit was held")
+        #expect(committedWhileHeld == 1, "nothing is committed while the committer is held")
+        let used = try transactions(store) - before
+        #expect(used == 1, "10 awaited strict commits took \(used) transactions")
+        for host in hosts {
+            #expect(host.rendering.state.count == 2)
             await host.stopAndWait()
         }
         await holder.stopAndWait()

@@ -53,6 +53,8 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     private let pendingOutputs = ValueBuffer<Root.Output>()
     @exclusivity(unchecked) private var pendingCompletions: [CheckedContinuation<Bool, Never>] = []
     @exclusivity(unchecked) private var pendingFlushes: [CheckedContinuation<Void, Never>] = []
+    /// Whether the action being applied came through `sendAndWait` (its caller awaits the commit).
+    @exclusivity(unchecked) private var applyingAwaited = false
     /// Whether something recorded since the last commit or hand-off is held (the open batch).
     @exclusivity(unchecked) private var uncommitted = false
     /// Batches being committed in the background, oldest first, with what each holds back; the
@@ -221,7 +223,10 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         case .send(let nodeID, let action):
             _ = applySent(action, to: nodeID)
         case .sendAndWait(let nodeID, let action, let waiter):
-            settle(waiter.continuation, applied: applySent(action, to: nodeID) == .applied)
+            applyingAwaited = true
+            let outcome = applySent(action, to: nodeID)
+            applyingAwaited = false
+            settle(waiter.continuation, applied: outcome == .applied)
         case .work(let work):
             _ = applyWork(work)
         case .updateRoot(let boxed):
@@ -389,7 +394,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             return
         }
         do {
-            follow(try journal.renderPassDidFinish(tree: context, listener: self))
+            follow(try journal.renderPassDidFinish(tree: context, listener: self, awaited: applyingAwaited))
         } catch {
             fail(error)
         }
