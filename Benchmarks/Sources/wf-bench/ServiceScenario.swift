@@ -29,6 +29,10 @@ enum ServiceScenario {
             results.append(result)
         }
 
+        for count in instanceCounts where count > 1 {
+            results.append(try rawScatteredCommits(instances: count, commits: max(5, min(200, 20_000 / count)), runs: runs))
+        }
+
         var groupedByCount: [Int: Measurement] = [:]
         for count in instanceCounts {
             var result = try requestResponse(.grouped, instances: count, window: window, runs: runs)
@@ -82,6 +86,40 @@ enum ServiceScenario {
                 }
             }
             return Double(appendsPerCommit * commits) / elapsed
+        }
+    }
+
+    /// Raw LMDB again, each commit appending one record to each of `instances` key ranges (an
+    /// instance's key, then its sequence, as the engine's log is keyed), each range already
+    /// holding 100 records: what one entry per instance per commit costs in pages written.
+    static func rawScatteredCommits(instances: Int, commits: Int, runs: Int) throws -> Measurement {
+        let dir = try temporaryStore("service-scattered-\(instances)")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let environment = try Environment.open(path: dir, configuration: .init(durability: .strict))
+        let log: Database<[UInt8], [UInt8]> = try environment.database(named: "log")
+        let value = [UInt8](repeating: 0xAB, count: RawLMDBScenario.recordSize)
+        func key(_ instance: Int, _ sequence: Int) -> [UInt8] {
+            withUnsafeBytes(of: UInt64(instance).bigEndian) { Array($0) } + withUnsafeBytes(of: UInt64(sequence).bigEndian) { Array($0) }
+        }
+        try environment.write { txn in
+            for instance in 0..<instances {
+                for sequence in 1...100 { try txn.put(value, forKey: key(instance, sequence), in: log) }
+            }
+        }
+        var next = 101
+        return try Measurement.measure(
+            name, "raw-\(instances)-instances-per-commit", metric: "appends_per_s", runs: runs,
+            detail: "raw LMDB: \(commits) synced commits of 1 append to each of \(instances) instances' key ranges"
+        ) {
+            let elapsed = try seconds {
+                for _ in 0..<commits {
+                    try environment.write { txn in
+                        for instance in 0..<instances { try txn.put(value, forKey: key(instance, next), in: log) }
+                    }
+                    next += 1
+                }
+            }
+            return Double(instances * commits) / elapsed
         }
     }
 
