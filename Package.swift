@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "Workflow", targets: ["Workflow"]),
         .library(name: "WorkflowTesting", targets: ["WorkflowTesting"]),
         .library(name: "WorkflowLogging", targets: ["WorkflowLogging"]),
+        .library(name: "WorkflowStorage", targets: ["WorkflowStorage"]),
         .library(name: "DurableWorkflow", targets: ["DurableWorkflow"]),
         .library(name: "WorkflowSignals", targets: ["WorkflowSignals"]),
         .library(name: "WorkflowFeedback", targets: ["WorkflowFeedback"]),
@@ -34,17 +35,19 @@ let package = Package(
         .target(name: "Workflow", dependencies: ["WorkflowLocks"]),
         // Render and action testers for users' own tests (works from Swift Testing and XCTest).
         .target(name: "WorkflowTesting", dependencies: ["Workflow", "WorkflowLocks"]),
+        // The storage vocabulary the engine speaks, knowing no backend (its failures, for now).
+        .target(name: "WorkflowStorage"),
         // The durable engine: every applied action in the LMDB log, state rebuilt by replay.
-        .target(name: "DurableWorkflow", dependencies: ["Workflow", "LMDB", "WorkflowLocks"]),
+        .target(name: "DurableWorkflow", dependencies: ["Workflow", "WorkflowStorage", "LMDB", "WorkflowLocks"]),
         // Persistent signals: every version in the log, each consumer sees each version once.
-        .target(name: "WorkflowSignals", dependencies: ["DurableWorkflow", "Workflow", "LMDB", "WorkflowLocks"]),
+        .target(name: "WorkflowSignals", dependencies: ["DurableWorkflow", "Workflow", "WorkflowStorage", "LMDB", "WorkflowLocks"]),
         // Feedback loops: the Mealy-machine front end, in memory and durable, on the same runtime.
         .target(name: "WorkflowFeedback", dependencies: ["Workflow", "DurableWorkflow", "WorkflowLocks"]),
         // The inspect/replay tool as a library (a service registers its types) and the shipped wfctl.
         .target(
             name: "WorkflowCLI",
             dependencies: [
-                "DurableWorkflow", "WorkflowSignals", "Workflow", "LMDB",
+                "DurableWorkflow", "WorkflowSignals", "Workflow", "WorkflowStorage",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -78,8 +81,8 @@ let package = Package(
         .testTarget(
             name: "DurableWorkflowTests",
             dependencies: [
-                "DurableWorkflow", "Workflow", "WorkflowTesting", "LMDB", "TestSupport", "TestWorkflows", "wf-test-child",
-                "counter-demo", "WorkflowLocks",
+                "DurableWorkflow", "Workflow", "WorkflowTesting", "WorkflowStorage", "LMDB", "TestSupport", "TestWorkflows",
+                "wf-test-child", "counter-demo", "WorkflowLocks",
             ]
         ),
         .testTarget(

@@ -1,4 +1,5 @@
 import LMDB
+import WorkflowStorage
 
 /// Every failure of the durable engine: what, where (store, instance, sequence) and what to do.
 /// Match with `switch error.kind` or `catch DurableError.Kind.unknownActionType`.
@@ -36,7 +37,7 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
         /// A ``BinaryPayloadRepresentable`` type writes other bytes than `Codable` does for the same
         /// value, or cannot read its own bytes back.
         case payloadMismatch
-        /// The underlying store failed (see `storageError`).
+        /// The underlying store failed (see `storageFailure`).
         case storage
     }
 
@@ -56,12 +57,13 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
     public let detail: String
     /// What to do about it.
     public let recovery: String
-    /// The LMDB error behind a `.storage` failure.
-    public let storageError: LMDBError?
+    /// What the store underneath reported, for a `.storage` failure (and a damaged file behind a
+    /// `.corruptEntry`); its `underlying` error is the backend's own.
+    public let storageFailure: StorageFailure?
 
     init(
         _ kind: Kind, store: String, instance: String? = nil, sequence: UInt64? = nil, actionTag: String? = nil,
-        nodePath: String? = nil, detail: String, recovery: String = "", storageError: LMDBError? = nil
+        nodePath: String? = nil, detail: String, recovery: String = "", storageFailure: StorageFailure? = nil
     ) {
         self.kind = kind
         self.store = store
@@ -71,7 +73,7 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
         self.nodePath = nodePath
         self.detail = detail
         self.recovery = recovery
-        self.storageError = storageError
+        self.storageFailure = storageFailure
     }
 
     /// `<detail> (store …, instance …, sequence …, action …, node …). <recovery>`
@@ -88,7 +90,7 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
 
     static func storage(_ error: LMDBError, store: String, instance: String? = nil) -> DurableError {
         DurableError(.storage, store: store, instance: instance, detail: error.summary,
-                     recovery: error.recovery, storageError: error)
+                     recovery: error.recovery, storageFailure: error.storageFailure)
     }
 }
 

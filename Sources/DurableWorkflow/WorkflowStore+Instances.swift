@@ -205,7 +205,7 @@ extension WorkflowStore {
             try visitEntries(record: record, id: id, from: from, through: through, expected: &expected, visit)
         } catch let error as LMDBError where error.kind == .corrupted {
             throw DurableError(.corruptEntry, store: path, instance: id, sequence: expected,
-                               detail: "log entry \(expected) cannot be read: \(error.summary)", recovery: error.recovery, storageError: error)
+                               detail: "log entry \(expected) cannot be read: \(error.summary)", recovery: error.recovery, storageFailure: error.storageFailure)
         } catch let error as LMDBError {
             throw DurableError.storage(error, store: path, instance: id)
         }

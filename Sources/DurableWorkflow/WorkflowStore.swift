@@ -68,7 +68,7 @@ public final class WorkflowStore: Sendable {
         } catch let error as LMDBError {
             if error.kind == .databaseNotFound {
                 throw DurableError(.storage, store: path, detail: "the directory holds an LMDB environment that is not a workflow store",
-                                   recovery: "Check the path", storageError: error)
+                                   recovery: "Check the path", storageFailure: error.storageFailure)
             }
             throw DurableError.storage(error, store: path)
         } catch {
@@ -139,14 +139,16 @@ public final class WorkflowStore: Sendable {
     /// Facts about the store: LMDB map size and use, readers, and counts.
     public func statistics() throws -> StoreStatistics {
         let info = environment.info()
-        return try environment.read { txn in
-            let instances = try txn.count(of: layout.instances)
-            return StoreStatistics(
-                formatVersion: Self.formatVersion, mapSize: info.mapSize, usedBytes: info.usedBytes,
-                readersInUse: info.readersInUse, maxReaders: info.maxReaders,
-                // The log also holds one index state record per instance.
-                instances: instances, logEntries: try txn.count(of: layout.log) - instances,
-                snapshots: try txn.count(of: layout.snapshots), lastTransactionID: info.lastTransactionID)
+        return try storageCall(instance: nil) {
+            try environment.read { txn in
+                let instances = try txn.count(of: layout.instances)
+                return StoreStatistics(
+                    formatVersion: Self.formatVersion, mapSize: info.mapSize, usedBytes: info.usedBytes,
+                    readersInUse: info.readersInUse, maxReaders: info.maxReaders,
+                    // The log also holds one index state record per instance.
+                    instances: instances, logEntries: try txn.count(of: layout.log) - instances,
+                    snapshots: try txn.count(of: layout.snapshots), lastTransactionID: info.lastTransactionID)
+            }
         }
     }
 }

@@ -57,10 +57,10 @@ struct CheckWalk: ParsableCommand {
         do {
             let opened = try WorkflowStore.open(path: store, configuration: .readOnly)
             report = try opened.check { step in say("step \(step)") }
-        } catch let error as DurableError where error.storageError?.kind == .corrupted {
+        } catch let error as DurableError where error.storageFailure?.kind == .corrupted {
             // A damaged file (truncated, say) is a finding, not a failure to check.
             report = StoreCheckReport(instances: 0, entries: 0, snapshots: 0, damage: [
-                StoreDamage(area: "file", instance: nil, sequence: nil, detail: error.storageError?.detail ?? error.detail)
+                StoreDamage(area: "file", instance: nil, sequence: nil, detail: error.storageFailure?.detail ?? error.detail)
             ])
         }
         say("report " + (try json(report, pretty: false)))

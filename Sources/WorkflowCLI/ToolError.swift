@@ -1,6 +1,6 @@
 import DurableWorkflow
-import LMDB
 import WorkflowSignals
+import WorkflowStorage
 
 /// A failure of a `wfctl` command, with its exit code: 1 a finding (e.g. a divergence), 2 a usage
 /// problem (unknown id, sequence out of range, unregistered type), 3 a store problem.
@@ -23,22 +23,22 @@ struct ToolError: Error {
             case .nonDeterministic, .replayMismatch:
                 return ToolError(code: 1, message: error.description)
             default:
-                return ToolError(code: 3, message: describeStorage(error.description, error.storageError))
+                return ToolError(code: 3, message: describeStorage(error.description, error.storageFailure))
             }
         case let error as SignalError:
             return ToolError(code: error.kind == .unknownSignal || error.kind == .unknownConsumer ? 2 : 3,
-                             message: describeStorage(error.description, error.storageError))
-        case let error as LMDBError:
+                             message: describeStorage(error.description, error.storageFailure))
+        case let error as StorageFailure:
             return ToolError(code: 3, message: describeStorage(error.description, error))
         default:
             return ToolError(code: 3, message: "\(error)")
         }
     }
 
-    private static func describeStorage(_ text: String, _ storage: LMDBError?) -> String {
+    private static func describeStorage(_ text: String, _ storage: StorageFailure?) -> String {
         switch storage?.kind {
-        case .missingDirectory?: return "\(storage!.path) is not a store: no such directory"
-        case .notAnLMDBEnvironment?: return "\(storage!.path) is not a store: \(storage!.detail)"
+        case .notFound? where storage!.operation == "open": return "\(storage!.location) is not a store: no such directory"
+        case .notAStore?: return "\(storage!.location) is not a store: \(storage!.detail)"
         default: return text
         }
     }

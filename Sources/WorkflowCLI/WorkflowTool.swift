@@ -83,7 +83,7 @@ struct ReadOptions: ParsableArguments {
 func openSignals(_ store: WorkflowStore) throws -> SignalCenter? {
     do {
         return try SignalCenter.open(store: store, processIdentity: "wfctl-\(getpid())", configuration: .init(pollInterval: .seconds(3600)))
-    } catch let error as SignalError where error.storageError?.kind == .databaseNotFound {
+    } catch let error as SignalError where error.storageFailure?.kind == .notFound {
         return nil
     }
 }

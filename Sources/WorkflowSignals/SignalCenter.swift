@@ -115,7 +115,7 @@ public final class SignalCenter: Sendable {
         do {
             center = try SignalCenter(store: store, processIdentity: processIdentity, runID: runID, configuration: configuration)
         } catch let error as LMDBError {
-            throw SignalError(.storage, store: store.path, detail: error.summary, recovery: error.recovery, storageError: error)
+            throw SignalError(.storage, store: store.path, detail: error.summary, recovery: error.recovery, storageFailure: error.storageFailure)
         }
         RunLiveness.begin(runID)
         if !store.environment.configuration.readOnly {
@@ -441,7 +441,7 @@ public final class SignalCenter: Sendable {
         do {
             return try body()
         } catch let error as LMDBError {
-            throw SignalError(.storage, store: path, detail: error.summary, recovery: error.recovery, storageError: error)
+            throw SignalError(.storage, store: path, detail: error.summary, recovery: error.recovery, storageFailure: error.storageFailure)
         }
     }
 }

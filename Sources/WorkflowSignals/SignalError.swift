@@ -1,4 +1,4 @@
-import LMDB
+import WorkflowStorage
 
 /// Every failure of the signal subsystem: what, where (store, signal, consumer, version), what to do.
 public struct SignalError: Error, Sendable, CustomStringConvertible {
@@ -10,7 +10,7 @@ public struct SignalError: Error, Sendable, CustomStringConvertible {
         case unknownConsumer
         /// A payload does not decode as the type the consumer asked for.
         case undecodablePayload
-        /// The underlying store failed (see `storageError`); e.g. a read-only store.
+        /// The underlying store failed (see `storageFailure`); e.g. a read-only store.
         case storage
     }
 
@@ -21,10 +21,12 @@ public struct SignalError: Error, Sendable, CustomStringConvertible {
     public let version: UInt64?
     public let detail: String
     public let recovery: String
-    public let storageError: LMDBError?
+    /// What the store underneath reported, for a `.storage` failure; its `underlying` error is
+    /// the backend's own.
+    public let storageFailure: StorageFailure?
 
     init(_ kind: Kind, store: String, signal: SignalID? = nil, consumer: ConsumerID? = nil, version: UInt64? = nil,
-         detail: String, recovery: String = "", storageError: LMDBError? = nil) {
+         detail: String, recovery: String = "", storageFailure: StorageFailure? = nil) {
         self.kind = kind
         self.store = store
         self.signal = signal
@@ -32,7 +34,7 @@ public struct SignalError: Error, Sendable, CustomStringConvertible {
         self.version = version
         self.detail = detail
         self.recovery = recovery
-        self.storageError = storageError
+        self.storageFailure = storageFailure
     }
 
     public var description: String {

@@ -6,6 +6,7 @@ import TestSupport
 import TestWorkflows
 import Testing
 import Workflow
+import WorkflowStorage
 import WorkflowLocks
 
 /// Holds the first group commit on its writing thread (an observer's `didCommit` runs there
@@ -234,6 +235,10 @@ struct BackgroundCommitTests {
             let error = try #require(host.failure as? DurableError)
             #expect(error.kind == .storage)
             #expect(error.instance == "f")
+            // In the engine's terms, with LMDB's own error underneath.
+            let failure = try #require(error.storageFailure)
+            #expect(failure.kind == .full && failure.backend == "LMDB" && failure.location == dir.path)
+            #expect((failure.underlying as? LMDBError)?.kind == .mapFull)
             published = host.rendering.state.count
             committed = try #require(try store.instance(id: "f")).lastSequence
             #expect(committed > 0)

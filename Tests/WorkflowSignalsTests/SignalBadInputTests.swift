@@ -64,7 +64,7 @@ struct SignalBadInputTests {
         }
         let reader = try SignalCenter.open(path: dir.path, processIdentity: "reader", storeConfiguration: .readOnly)
         let error = expectSignalError(.storage) { try reader.post(signal, value: 2) }
-        #expect(error?.storageError?.kind == .readOnly)
+        #expect(error?.storageFailure?.kind == .readOnly)
         #expect(try reader.signals().first?.latestVersion == 1)
     }
 }

@@ -1,0 +1,21 @@
+import LMDB
+import WorkflowStorage
+
+extension LMDBError {
+    /// This error in the engine's terms, with this error as the underlying one.
+    package var storageFailure: StorageFailure {
+        let kind: StorageFailure.Kind = switch self.kind {
+        case .missingDirectory, .databaseNotFound: .notFound
+        case .notAnLMDBEnvironment: .notAStore
+        case .readOnly: .readOnly
+        case .mapFull, .diskFull: .full
+        case .corrupted, .decodingFailed: .corrupted
+        case .versionMismatch, .incompatible: .incompatible
+        case .alreadyOpen, .readersFull, .databasesFull: .busy
+        case .keyTooLong, .badValue: .invalidInput
+        case .other: .other
+        }
+        return StorageFailure(kind: kind, backend: "LMDB", location: path, operation: operation,
+                              detail: code.map { "\(detail) (code \($0))" } ?? detail, recovery: recovery, underlying: self)
+    }
+}
