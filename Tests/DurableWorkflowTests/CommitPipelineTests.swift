@@ -35,6 +35,14 @@ private final class AppliedActions: WorkflowObserver {
     }
 }
 
+/// Starts the instance "holder", whose first commit after its start the returned gate holds.
+private func startHolder(in store: WorkflowStore, mode: DurableConfiguration.Mode) throws -> (HeldCommit, WorkflowHost<DurableCounter>) {
+    let gate = HeldCommit()
+    var configuration = counterConfiguration(mode)
+    configuration.observers = [gate]
+    return (gate, try store.start(DurableCounter(), id: "holder", configuration: configuration))
+}
+
 /// Write transactions committed in `store` so far.
 private func transactions(_ store: WorkflowStore) throws -> UInt64 {
     try store.statistics().lastTransactionID
@@ -46,10 +54,7 @@ struct CommitPipelineTests {
     func waitingInstancesShareOneTransaction() async throws {
         let dir = TemporaryDirectory("pipeline-share")
         let store = try WorkflowStore.open(path: dir.path)
-        let gate = HeldCommit()
-        var gated = counterConfiguration(.grouped(maxBatch: 1, maxDelay: .seconds(3600)))
-        gated.observers = [gate]
-        let holder = try store.start(DurableCounter(), id: "holder", configuration: gated)
+        let (gate, holder) = try startHolder(in: store, mode: .grouped(maxBatch: 1, maxDelay: .seconds(3600)))
         let configuration = counterConfiguration(.grouped(maxBatch: 1, maxDelay: .seconds(3600)))
         let hosts = try (0..<20).map { try store.start(DurableCounter(), id: "i\($0)", configuration: configuration) }
 
@@ -79,10 +84,7 @@ struct CommitPipelineTests {
     func failingInstanceLeftOut() async throws {
         let dir = TemporaryDirectory("pipeline-isolation")
         let store = try WorkflowStore.open(path: dir.path)
-        let gate = HeldCommit()
-        var gated = counterConfiguration(.grouped(maxBatch: 1, maxDelay: .seconds(3600)))
-        gated.observers = [gate]
-        let holder = try store.start(DurableCounter(), id: "holder", configuration: gated)
+        let (gate, holder) = try startHolder(in: store, mode: .grouped(maxBatch: 1, maxDelay: .seconds(3600)))
         let picky = try store.start(Picky(), id: "picky", configuration: Picky.configuration(.grouped(maxBatch: 1, maxDelay: .seconds(3600))))
         let configuration = counterConfiguration(.grouped(maxBatch: 1, maxDelay: .seconds(3600)))
         let hosts = try (0..<5).map { try store.start(DurableCounter(), id: "i\($0)", configuration: configuration) }
@@ -119,10 +121,7 @@ struct CommitPipelineTests {
     func strictHostsShareACommit() async throws {
         let dir = TemporaryDirectory("pipeline-strict")
         let store = try WorkflowStore.open(path: dir.path)
-        let gate = HeldCommit()
-        var gated = counterConfiguration(.strict)
-        gated.observers = [gate]
-        let holder = try store.start(DurableCounter(), id: "holder", configuration: gated)
+        let (gate, holder) = try startHolder(in: store, mode: .strict)
         let hosts = try (0..<8).map { try store.start(DurableCounter(), id: "s\($0)", configuration: counterConfiguration(.strict)) }
 
         // The holder's send commits on a thread of its own, which the gate then holds.
@@ -157,10 +156,7 @@ struct CommitPipelineTests {
     func strictAwaitersShareACommit() async throws {
         let dir = TemporaryDirectory("pipeline-strict-await")
         let store = try WorkflowStore.open(path: dir.path)
-        let gate = HeldCommit()
-        var gated = counterConfiguration(.strict)
-        gated.observers = [gate]
-        let holder = try store.start(DurableCounter(), id: "holder", configuration: gated)
+        let (gate, holder) = try startHolder(in: store, mode: .strict)
         let applied = AppliedActions()
         var configuration = counterConfiguration(.strict)
         configuration.host.observers = [applied]
