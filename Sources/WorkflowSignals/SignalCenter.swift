@@ -3,6 +3,7 @@ import Foundation
 import LMDB
 import Synchronization
 import Workflow
+import WorkflowStorage
 
 /// How a ``SignalCenter`` keeps and delivers signals.
 public struct SignalConfiguration: Sendable {
@@ -14,9 +15,10 @@ public struct SignalConfiguration: Sendable {
     public var pollInterval: Duration
     /// How long a failed handler waits before its version is retried.
     public var retryDelay: Duration
-    /// The durability of posts and delivery marks (default: the store's, strict). `.noSync`
-    /// survives a crash of the process, not of the machine; call `store.sync()` to flush.
-    public var durability: EnvironmentConfiguration.Durability?
+    /// The durability of posts and delivery marks (default `nil`: the store's, synced).
+    /// `.processCrashSafe` survives a crash of the process, not of the machine; call
+    /// `store.sync()` to flush.
+    public var durability: CommitDurability?
     /// How long the dispatcher keeps watching for work after a delivery before it sleeps. A post
     /// in this window (from this process or another) is seen without waking a sleeping thread,
     /// which costs tens of microseconds on a busy or virtual machine; the price is up to this much
@@ -36,7 +38,7 @@ public struct SignalConfiguration: Sendable {
     /// watch for 250 µs after a delivery, deliver on the dispatcher thread only.
     public init(
         keepLatest: Int = 1, pollInterval: Duration = .milliseconds(20), retryDelay: Duration = .milliseconds(50),
-        durability: EnvironmentConfiguration.Durability? = nil, spinAfterDelivery: Duration = .microseconds(250),
+        durability: CommitDurability? = nil, spinAfterDelivery: Duration = .microseconds(250),
         deliverOnPostingThread: Bool = false
     ) {
         self.keepLatest = keepLatest
@@ -45,6 +47,17 @@ public struct SignalConfiguration: Sendable {
         self.durability = durability
         self.spinAfterDelivery = spinAfterDelivery
         self.deliverOnPostingThread = deliverOnPostingThread
+    }
+}
+
+extension SignalConfiguration {
+    /// `durability` as the LMDB environment's sync setting for one transaction.
+    var lmdbDurability: EnvironmentConfiguration.Durability? {
+        switch durability {
+        case nil: nil
+        case .synced?: .strict
+        case .processCrashSafe?: .noSync
+        }
     }
 }
 
@@ -171,7 +184,7 @@ public final class SignalCenter: Sendable {
         let layout = self.layout, keepLatest = configuration.keepLatest
         let now = WallTime.now()
         let versions = try storage { () throws -> [UInt64] in
-            try environment.write(durability: configuration.durability) { txn in
+            try environment.write(durability: configuration.lmdbDurability) { txn in
                 try posts.map { post in
                     if let key = post.idempotencyKey,
                        let earlier = try txn.value(forKey: key, in: layout.idempotency, {

@@ -251,7 +251,7 @@ final class SignalDispatcher: @unchecked Sendable {
             do {
                 switch attached.handler {
                 case .transactional(let handler):
-                    try environment.write(durability: configuration.durability) { txn in
+                    try environment.write(durability: configuration.lmdbDurability) { txn in
                         // Another process may have delivered it meanwhile: re-check inside the transaction.
                         guard let current = try SignalCenter.consumer(consumerID, layout: layout, txn),
                               current.lastDelivered < delivery.version else { return }
@@ -260,9 +260,9 @@ final class SignalDispatcher: @unchecked Sendable {
                     }
                 case .atLeastOnce(let handler):
                     try handler(delivery)
-                    try environment.write(durability: configuration.durability) { txn in try mark(txn) }
+                    try environment.write(durability: configuration.lmdbDurability) { txn in try mark(txn) }
                 case .atMostOnce(let handler):
-                    try environment.write(durability: configuration.durability) { txn in try mark(txn) }
+                    try environment.write(durability: configuration.lmdbDurability) { txn in try mark(txn) }
                     handler(delivery)
                 case .workflow(let handler):
                     guard attached.inFlight < delivery.version else { return handedOver }

@@ -13,7 +13,7 @@ struct DispatcherWakeTests {
     func pingPong(spin: Duration, pause: UInt32, count: Int) throws -> [UInt64] {
         let dir = TemporaryDirectory("sig-wake")
         let center = try SignalCenter.open(path: dir.path, processIdentity: "p", configuration: .init(
-            pollInterval: .seconds(3600), durability: .noSync, spinAfterDelivery: spin))
+            pollInterval: .seconds(3600), durability: .processCrashSafe, spinAfterDelivery: spin))
         defer { try? center.stop() }
         let signal = SignalID()
         let consumer = try center.register(signal, owner: "o")
@@ -52,7 +52,7 @@ struct DispatcherWakeTests {
     func attachAfterPosts() throws {
         let dir = TemporaryDirectory("sig-wake-attach")
         let center = try SignalCenter.open(path: dir.path, processIdentity: "p", configuration: .init(
-            pollInterval: .seconds(3600), durability: .noSync))
+            pollInterval: .seconds(3600), durability: .processCrashSafe))
         defer { try? center.stop() }
         let signal = SignalID()
         let consumer = try center.register(signal, owner: "o")

@@ -12,7 +12,7 @@ import WorkflowSignals
 struct PostingThreadDeliveryTests {
     func open(_ dir: TemporaryDirectory, onPostingThread: Bool) throws -> SignalCenter {
         try SignalCenter.open(path: dir.path, processIdentity: "p", configuration: .init(
-            pollInterval: .seconds(3600), durability: .noSync, spinAfterDelivery: .zero, deliverOnPostingThread: onPostingThread))
+            pollInterval: .seconds(3600), durability: .processCrashSafe, spinAfterDelivery: .zero, deliverOnPostingThread: onPostingThread))
     }
 
     /// Posts `count` versions 1 ms apart, each after the previous delivery; returns the versions

@@ -18,7 +18,7 @@ enum SignalsScenario {
     /// The hidden poster mode: `wf-bench --signal-poster STORE SIGNAL COUNT PAUSE_MICROS`.
     static func runPoster(_ arguments: [String]) throws {
         let center = try SignalCenter.open(path: arguments[0], processIdentity: "bench-poster",
-                                           configuration: .init(durability: .noSync))
+                                           configuration: .init(durability: .processCrashSafe))
         let signal = SignalID(arguments[1])!
         let count = Int(arguments[2])!, pause = UInt32(arguments[3])!
         for _ in 0..<count {
@@ -44,7 +44,7 @@ enum SignalsScenario {
         let dir = try temporaryStore("signals-local")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let center = try SignalCenter.open(path: dir, processIdentity: "bench", configuration: .init(
-            durability: .noSync, deliverOnPostingThread: onPostingThread))
+            durability: .processCrashSafe, deliverOnPostingThread: onPostingThread))
         let signal = SignalID()
         let consumer = try center.register(signal, owner: "bench")
         let delivered = DispatchSemaphore(value: 0)
@@ -118,7 +118,7 @@ enum SignalsScenario {
         for _ in 0..<runs {
             let dir = try temporaryStore("signals-remote")
             defer { try? FileManager.default.removeItem(atPath: dir) }
-            let center = try SignalCenter.open(path: dir, processIdentity: "bench-consumer", configuration: .init(durability: .noSync))
+            let center = try SignalCenter.open(path: dir, processIdentity: "bench-consumer", configuration: .init(durability: .processCrashSafe))
             let signal = SignalID()
             let consumer = try center.register(signal, owner: "bench", scope: .durable)
             let latencies = LatencyLog()
@@ -141,7 +141,7 @@ enum SignalsScenario {
         let batch = 1000, batches = max(10, Int(200 * scale))
         let dir = try temporaryStore("signals-posts")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let center = try SignalCenter.open(path: dir, processIdentity: "bench", configuration: .init(durability: .noSync))
+        let center = try SignalCenter.open(path: dir, processIdentity: "bench", configuration: .init(durability: .processCrashSafe))
         let signals = (0..<100).map { _ in SignalID() }
         results.append(try Measurement.measure(name, "posts-batched", metric: "posts_per_s", runs: runs,
                                                detail: "\(batch) posts per transaction over 100 signals, no fsync") {
