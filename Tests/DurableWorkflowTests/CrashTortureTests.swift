@@ -49,4 +49,54 @@ struct CrashTortureTests {
         let report = try store.verify(id: "torture", as: DurableCounter.self, configuration: configuration)
         #expect(report.isConsistent, "\(String(describing: report.problem))")
     }
+
+    @Test(
+        "8 instances sharing the store's commits, killed 10 times at random moments: nothing acknowledged to any of them is lost or applied twice",
+        arguments: ["strict", "grouped"]
+    )
+    func killWhileInstancesShareCommits(mode: String) throws {
+        let dir = TemporaryDirectory("torture-shared-\(mode)")
+        let instances = 8
+        var acknowledged = [Int](repeating: 0, count: instances)
+        func note(_ line: String) {
+            let fields = line.split(separator: " ")
+            if fields.count == 3, fields[0] == "ack", let index = Int(fields[1]), let value = Int(fields[2]) {
+                acknowledged[index] = max(acknowledged[index], value)
+            }
+        }
+        let rounds = TestLoad.scaled(10)
+        for round in 0..<rounds {
+            let child = try ChildProcess(["durable-counters-loop", dir.path, mode, "\(instances)"], mergeStandardError: true)
+            for index in 0..<instances {
+                guard let line = child.readLine(), line.hasPrefix("state \(index) ") else {
+                    Issue.record("round \(round): the child did not resume t\(index): \(child.readRemainingLines(timeout: .seconds(2)))")
+                    return
+                }
+                let fields = line.split(separator: " ").compactMap { Int($0) }
+                // The resumed state holds every acknowledged action, applied exactly once.
+                #expect(fields[1] >= acknowledged[index], "round \(round): t\(index) resumed with \(fields[1]) applied, \(acknowledged[index]) acknowledged")
+                #expect(fields[2] == fields[1] * (fields[1] + 1) / 2, "round \(round): t\(index) count \(fields[2]) is not 1+...+\(fields[1])")
+            }
+            #expect(child.readLine() == "ready")
+            let deadline = ContinuousClock.now + .milliseconds(Int.random(in: 20...200))
+            while ContinuousClock.now < deadline, let line = child.readLine(timeout: .seconds(5)) { note(line) }
+            child.kill()
+            for line in child.readRemainingLines(timeout: .seconds(5)) { note(line) }
+            #expect(try child.waitForExit() == 128 + SIGKILL)
+        }
+        #expect(acknowledged.allSatisfy { $0 > 0 }, "every instance had acknowledged actions: \(acknowledged)")
+
+        let store = try WorkflowStore.open(path: dir.path)
+        let configuration = DurableConfiguration(actions: DurableCounter.actions)
+        for index in 0..<instances {
+            let host = try store.resume(id: "t\(index)", as: DurableCounter.self, configuration: configuration)
+            let state = host.rendering.state
+            #expect(state.applied >= acknowledged[index])
+            #expect(state.count == state.applied * (state.applied + 1) / 2)
+            #expect(try store.entries(of: "t\(index)").map(\.sequence) == Array(1...UInt64(state.applied + 1)))
+            host.stop()
+            let report = try store.verify(id: "t\(index)", as: DurableCounter.self, configuration: configuration)
+            #expect(report.isConsistent, "\(String(describing: report.problem))")
+        }
+    }
 }

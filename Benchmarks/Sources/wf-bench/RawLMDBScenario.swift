@@ -11,24 +11,7 @@ enum RawLMDBScenario {
         var results: [Measurement] = []
 
         func appendCase(_ caseName: String, durability: EnvironmentConfiguration.Durability, perCommit: Int, commits: Int, detail: String) throws {
-            let dir = try temporaryStore(caseName)
-            defer { try? FileManager.default.removeItem(atPath: dir) }
-            let env = try Environment.open(path: dir, configuration: .init(durability: durability))
-            let db: Database<UInt64, [UInt8]> = try env.database(named: "log")
-            var next: UInt64 = 1
-            results.append(try Measurement.measure(name, caseName, metric: "appends_per_s", runs: runs, detail: detail) {
-                let elapsed = try seconds {
-                    for _ in 0..<commits {
-                        try env.write { txn in
-                            for _ in 0..<perCommit {
-                                try txn.append(value, forKey: next, in: db)
-                                next += 1
-                            }
-                        }
-                    }
-                }
-                return Double(perCommit * commits) / elapsed
-            })
+            results.append(try appends(name, caseName, durability: durability, perCommit: perCommit, commits: commits, runs: runs, detail: detail))
         }
 
         let big = Int(200_000 * scale)
@@ -67,6 +50,35 @@ enum RawLMDBScenario {
             return Double(entries) / elapsed
         })
         return results
+    }
+}
+
+extension RawLMDBScenario {
+    /// Appends per second through the LMDB layer in a store of its own: `commits` commits of
+    /// `perCommit` records each, with `durability`, median of `runs`.
+    static func appends(
+        _ scenario: String, _ caseName: String, durability: EnvironmentConfiguration.Durability, perCommit: Int, commits: Int,
+        runs: Int, detail: String
+    ) throws -> Measurement {
+        let value = [UInt8](repeating: 0xAB, count: recordSize)
+        let dir = try temporaryStore(caseName)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let env = try Environment.open(path: dir, configuration: .init(durability: durability))
+        let db: Database<UInt64, [UInt8]> = try env.database(named: "log")
+        var next: UInt64 = 1
+        return try Measurement.measure(scenario, caseName, metric: "appends_per_s", runs: runs, detail: detail) {
+            let elapsed = try seconds {
+                for _ in 0..<commits {
+                    try env.write { txn in
+                        for _ in 0..<perCommit {
+                            try txn.append(value, forKey: next, in: db)
+                            next += 1
+                        }
+                    }
+                }
+            }
+            return Double(perCommit * commits) / elapsed
+        }
     }
 }
 

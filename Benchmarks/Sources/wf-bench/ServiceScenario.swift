@@ -65,28 +65,9 @@ enum ServiceScenario {
     /// Raw LMDB: commits of `appendsPerCommit` records, each commit synced as the engine's
     /// `grouped` and `strict` commits are.
     static func rawSyncedCommits(appendsPerCommit: Int, commits: Int, runs: Int) throws -> Measurement {
-        let dir = try temporaryStore("service-raw-\(appendsPerCommit)")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let environment = try Environment.open(path: dir, configuration: .init(durability: .strict))
-        let log: Database<UInt64, [UInt8]> = try environment.database(named: "log")
-        let value = [UInt8](repeating: 0xAB, count: RawLMDBScenario.recordSize)
-        var next: UInt64 = 1
-        return try Measurement.measure(
-            name, "raw-\(appendsPerCommit)-per-commit", metric: "appends_per_s", runs: runs,
-            detail: "raw LMDB: \(commits) synced commits of \(appendsPerCommit) appends of \(RawLMDBScenario.recordSize) B"
-        ) {
-            let elapsed = try seconds {
-                for _ in 0..<commits {
-                    try environment.write { txn in
-                        for _ in 0..<appendsPerCommit {
-                            try txn.append(value, forKey: next, in: log)
-                            next += 1
-                        }
-                    }
-                }
-            }
-            return Double(appendsPerCommit * commits) / elapsed
-        }
+        try RawLMDBScenario.appends(
+            name, "raw-\(appendsPerCommit)-per-commit", durability: .strict, perCommit: appendsPerCommit, commits: commits, runs: runs,
+            detail: "raw LMDB: \(commits) synced commits of \(appendsPerCommit) appends of \(RawLMDBScenario.recordSize) B")
     }
 
     /// Raw LMDB again, each commit appending one record to each of `instances` key ranges (an
@@ -98,8 +79,9 @@ enum ServiceScenario {
         let environment = try Environment.open(path: dir, configuration: .init(durability: .strict))
         let log: Database<[UInt8], [UInt8]> = try environment.database(named: "log")
         let value = [UInt8](repeating: 0xAB, count: RawLMDBScenario.recordSize)
+        /// The instance's, then the sequence's 8 bytes, most significant first.
         func key(_ instance: Int, _ sequence: Int) -> [UInt8] {
-            withUnsafeBytes(of: UInt64(instance).bigEndian) { Array($0) } + withUnsafeBytes(of: UInt64(sequence).bigEndian) { Array($0) }
+            [UInt64(instance), UInt64(sequence)].flatMap { value in (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * $0)) } }
         }
         try environment.write { txn in
             for instance in 0..<instances {

@@ -53,8 +53,6 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     private let pendingOutputs = ValueBuffer<Root.Output>()
     @exclusivity(unchecked) private var pendingCompletions: [CheckedContinuation<Bool, Never>] = []
     @exclusivity(unchecked) private var pendingFlushes: [CheckedContinuation<Void, Never>] = []
-    /// Whether the action being applied came through `sendAndWait` (its caller awaits the commit).
-    @exclusivity(unchecked) private var applyingAwaited = false
     /// Whether something recorded since the last commit or hand-off is held (the open batch).
     @exclusivity(unchecked) private var uncommitted = false
     /// Batches being committed in the background, oldest first, with what each holds back; the
@@ -223,10 +221,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         case .send(let nodeID, let action):
             _ = applySent(action, to: nodeID)
         case .sendAndWait(let nodeID, let action, let waiter):
-            applyingAwaited = true
-            let outcome = applySent(action, to: nodeID)
-            applyingAwaited = false
-            settle(waiter.continuation, applied: outcome == .applied)
+            settle(waiter.continuation, applied: applySent(action, to: nodeID, awaited: true) == .applied)
         case .work(let work):
             _ = applyWork(work)
         case .updateRoot(let boxed):
@@ -277,7 +272,8 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     }
 
     /// Applies an action sent through a sink to its node, with its render pass.
-    private func applySent(_ action: any WorkflowAction, to nodeID: NodeID) -> WorkOutcome {
+    /// `awaited`: the action came through `sendAndWait`, whose caller awaits its commit.
+    private func applySent(_ action: any WorkflowAction, to nodeID: NodeID, awaited: Bool = false) -> WorkOutcome {
         guard !stopped else {
             context.discarded("\(type(of: action))", node: nil, reason: .hostStopped, origin: .sink)
             return .discarded(.hostStopped)
@@ -294,7 +290,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             context.discarded("\(type(of: action))", node: node.info, reason: reason, origin: .sink)
             return outcome
         }
-        return recordAndRender(outcome)
+        return recordAndRender(outcome, awaited: awaited)
     }
 
     // The rarer items are handled out of line: the compiler computes the metadata a function
@@ -346,7 +342,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     }
 
     /// Logs the action just applied (durable hosts), then renders and releases.
-    private func recordAndRender(_ outcome: WorkOutcome) -> WorkOutcome {
+    private func recordAndRender(_ outcome: WorkOutcome, awaited: Bool = false) -> WorkOutcome {
         // Moved out (`take`), not copied then cleared: the compiler merges the outlined copies and
         // destroys of these optionals into generic ones that go through value witnesses.
         if let journal, let applied = context.takeLastApplied(), let path = context.lastAppliedPath.take() {
@@ -360,7 +356,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             }
         }
         if !context.pendingAttachments.isEmpty { context.pendingAttachments = [] }
-        renderPassAndRelease()
+        renderPassAndRelease(awaited: awaited)
         return stopped ? .discarded(.hostStopped) : outcome
     }
 
@@ -386,15 +382,15 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     }
 
     /// A render pass, then the release of everything pending once the journal (if any) says it
-    /// is committed.
-    private func renderPassAndRelease() {
+    /// is committed. `awaited`: the action applied came through `sendAndWait`.
+    private func renderPassAndRelease(awaited: Bool = false) {
         renderPass()
         guard let journal else {
             releasePending()
             return
         }
         do {
-            follow(try journal.renderPassDidFinish(tree: context, listener: self, awaited: applyingAwaited))
+            follow(try journal.renderPassDidFinish(tree: context, listener: self, awaited: awaited))
         } catch {
             fail(error)
         }

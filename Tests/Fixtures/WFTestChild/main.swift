@@ -134,6 +134,35 @@ do {
             }
         }
 
+    case "durable-counters-loop":
+        // durable-counters-loop STORE MODE N: resumes (or starts) instances "t0"..."tN-1"; prints
+        // "state I APPLIED COUNT" for each, then "ready"; then a task per instance loops
+        // `await sendAndWait(Add(amount: n))` for n = applied+1, applied+2, ..., printing
+        // "ack I n" once n is committed. The instances share the store's commits.
+        let mode: DurableConfiguration.Mode = arguments[2] == "grouped" ? .grouped(maxBatch: 64, maxDelay: .milliseconds(2)) : .strict
+        let configuration = DurableConfiguration(mode: mode, actions: DurableCounter.actions, snapshotEvery: 50)
+        let store = try WorkflowStore.open(path: arguments[1])
+        let hosts = try (0..<Int(arguments[3])!).map { index in
+            try store.instance(id: "t\(index)") == nil
+                ? try store.start(DurableCounter(), id: "t\(index)", configuration: configuration)
+                : try store.resume(id: "t\(index)", as: DurableCounter.self, configuration: configuration)
+        }
+        for (index, host) in hosts.enumerated() {
+            say("state \(index) \(host.rendering.state.applied) \(host.rendering.state.count)")
+        }
+        say("ready")
+        for (index, host) in hosts.enumerated() {
+            Task.detached {
+                var next = host.rendering.state.applied + 1
+                while true {
+                    guard await host.rendering.sink.sendAndWait(.init(amount: next)) else { fail("t\(index): not applied: \(String(describing: host.failure))") }
+                    say("ack \(index) \(next)")
+                    next += 1
+                }
+            }
+        }
+        while true { sleep(60) }
+
     case "signal-consume":
         // signal-consume STORE SIGNAL: consumes SIGNAL with a durable, transactional consumer whose
         // handler records each version in "test.delivered" (insert: a duplicate is counted in
