@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "WorkflowTesting", targets: ["WorkflowTesting"]),
         .library(name: "WorkflowLogging", targets: ["WorkflowLogging"]),
         .library(name: "WorkflowStorage", targets: ["WorkflowStorage"]),
+        .library(name: "WorkflowLMDB", targets: ["WorkflowLMDB"]),
         .library(name: "DurableWorkflow", targets: ["DurableWorkflow"]),
         .library(name: "WorkflowSignals", targets: ["WorkflowSignals"]),
         .library(name: "WorkflowFeedback", targets: ["WorkflowFeedback"]),
@@ -35,32 +36,34 @@ let package = Package(
         .target(name: "Workflow", dependencies: ["WorkflowLocks"]),
         // Render and action testers for users' own tests (works from Swift Testing and XCTest).
         .target(name: "WorkflowTesting", dependencies: ["Workflow", "WorkflowLocks"]),
-        // The storage vocabulary the engine speaks, knowing no backend (its failures, for now).
-        .target(name: "WorkflowStorage"),
-        // The durable engine: every applied action in the LMDB log, state rebuilt by replay.
-        .target(name: "DurableWorkflow", dependencies: ["Workflow", "WorkflowStorage", "LMDB", "WorkflowLocks"]),
+        // The storage protocol the engine speaks, knowing no backend, and the in-memory backend.
+        .target(name: "WorkflowStorage", dependencies: ["WorkflowLocks"]),
+        // The durable engine: every applied action in a store's log, state rebuilt by replay.
+        .target(name: "DurableWorkflow", dependencies: ["Workflow", "WorkflowStorage", "WorkflowLocks"]),
+        // The LMDB backend (the embedded default) and `WorkflowStore.open(path:)`.
+        .target(name: "WorkflowLMDB", dependencies: ["DurableWorkflow", "WorkflowStorage", "LMDB", "WorkflowLocks"]),
         // Persistent signals: every version in the log, each consumer sees each version once.
-        .target(name: "WorkflowSignals", dependencies: ["DurableWorkflow", "Workflow", "WorkflowStorage", "LMDB", "WorkflowLocks"]),
+        .target(name: "WorkflowSignals", dependencies: ["DurableWorkflow", "Workflow", "WorkflowStorage", "WorkflowLMDB", "LMDB", "WorkflowLocks"]),
         // Feedback loops: the Mealy-machine front end, in memory and durable, on the same runtime.
         .target(name: "WorkflowFeedback", dependencies: ["Workflow", "DurableWorkflow", "WorkflowLocks"]),
         // The inspect/replay tool as a library (a service registers its types) and the shipped wfctl.
         .target(
             name: "WorkflowCLI",
             dependencies: [
-                "DurableWorkflow", "WorkflowSignals", "Workflow", "WorkflowStorage",
+                "DurableWorkflow", "WorkflowSignals", "Workflow", "WorkflowStorage", "WorkflowLMDB",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .executableTarget(name: "wfctl", dependencies: ["WorkflowCLI", "WorkflowExamples", "DurableWorkflow"]),
+        .executableTarget(name: "wfctl", dependencies: ["WorkflowCLI", "WorkflowExamples", "DurableWorkflow", "WorkflowLMDB"]),
         // A swift-log observer.
         .target(name: "WorkflowLogging", dependencies: ["Workflow", .product(name: "Logging", package: "swift-log")]),
 
         // Examples: the workflows the demos, the showcase and the shipped wfctl use.
-        .target(name: "WorkflowExamples", dependencies: ["Workflow", "DurableWorkflow", "WorkflowSignals"]),
-        .executableTarget(name: "counter-demo", dependencies: ["DurableWorkflow", "Workflow", "WorkflowExamples"], path: "Examples/CounterDemo"),
-        .executableTarget(name: "signal-demo", dependencies: ["WorkflowSignals", "LMDB"], path: "Examples/SignalDemo"),
+        .target(name: "WorkflowExamples", dependencies: ["Workflow", "DurableWorkflow", "WorkflowLMDB", "WorkflowSignals"]),
+        .executableTarget(name: "counter-demo", dependencies: ["DurableWorkflow", "WorkflowLMDB", "Workflow", "WorkflowExamples"], path: "Examples/CounterDemo"),
+        .executableTarget(name: "signal-demo", dependencies: ["WorkflowSignals", "WorkflowLMDB", "LMDB"], path: "Examples/SignalDemo"),
         .executableTarget(
-            name: "showcase", dependencies: ["DurableWorkflow", "Workflow", "WorkflowSignals", "WorkflowExamples", "WorkflowLocks"],
+            name: "showcase", dependencies: ["DurableWorkflow", "WorkflowLMDB", "Workflow", "WorkflowSignals", "WorkflowExamples", "WorkflowLocks"],
             path: "Examples/Showcase"
         ),
 
@@ -68,38 +71,43 @@ let package = Package(
         // Test helpers shared by every test target and the child-process helper.
         .target(name: "TestSupport", dependencies: [], path: "Tests/TestSupport"),
         .target(
-            name: "TestWorkflows", dependencies: ["Workflow", "DurableWorkflow", "WorkflowSignals", "WorkflowFeedback"],
+            name: "TestWorkflows", dependencies: ["Workflow", "DurableWorkflow", "WorkflowLMDB", "WorkflowSignals", "WorkflowFeedback"],
             path: "Tests/Fixtures/TestWorkflows"
         ),
         .executableTarget(
             name: "wf-test-child",
-            dependencies: ["LMDB", "Workflow", "DurableWorkflow", "WorkflowSignals", "WorkflowFeedback", "TestSupport", "TestWorkflows"],
+            dependencies: ["LMDB", "Workflow", "DurableWorkflow", "WorkflowLMDB", "WorkflowSignals", "WorkflowFeedback", "TestSupport", "TestWorkflows"],
             path: "Tests/Fixtures/WFTestChild"
         ),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "TestSupport", "wf-test-child"]),
+        // The storage contract, run over every backend.
+        .testTarget(
+            name: "WorkflowStorageTests",
+            dependencies: ["WorkflowStorage", "WorkflowLMDB", "DurableWorkflow", "Workflow", "TestSupport", "TestWorkflows"]
+        ),
         .testTarget(name: "WorkflowLocksTests", dependencies: ["WorkflowLocks"]),
         .testTarget(
             name: "DurableWorkflowTests",
             dependencies: [
-                "DurableWorkflow", "Workflow", "WorkflowTesting", "WorkflowStorage", "LMDB", "TestSupport", "TestWorkflows",
+                "DurableWorkflow", "Workflow", "WorkflowTesting", "WorkflowStorage", "WorkflowLMDB", "LMDB", "TestSupport", "TestWorkflows",
                 "wf-test-child", "counter-demo", "WorkflowLocks",
             ]
         ),
         .testTarget(
             name: "WorkflowSignalsTests",
             dependencies: [
-                "WorkflowSignals", "DurableWorkflow", "Workflow", "LMDB", "TestSupport", "TestWorkflows", "wf-test-child",
+                "WorkflowSignals", "DurableWorkflow", "WorkflowLMDB", "Workflow", "LMDB", "TestSupport", "TestWorkflows", "wf-test-child",
                 "signal-demo", "WorkflowLocks",
             ]
         ),
         .testTarget(
             name: "WorkflowFeedbackTests",
-            dependencies: ["WorkflowFeedback", "DurableWorkflow", "Workflow", "TestSupport", "TestWorkflows", "wf-test-child", "WorkflowLocks"]
+            dependencies: ["WorkflowFeedback", "DurableWorkflow", "WorkflowLMDB", "Workflow", "TestSupport", "TestWorkflows", "wf-test-child", "WorkflowLocks"]
         ),
         .testTarget(
             name: "WorkflowCLITests",
             dependencies: [
-                "WorkflowCLI", "WorkflowExamples", "DurableWorkflow", "WorkflowSignals", "Workflow", "LMDB", "TestSupport",
+                "WorkflowCLI", "WorkflowExamples", "DurableWorkflow", "WorkflowLMDB", "WorkflowSignals", "Workflow", "LMDB", "TestSupport",
                 "TestWorkflows", "wfctl", "counter-demo", "showcase",
             ]
         ),

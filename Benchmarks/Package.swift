@@ -18,6 +18,7 @@ let package = Package(
                 .product(name: "LMDB", package: "DurableWorkflow"),
                 .product(name: "Workflow", package: "DurableWorkflow"),
                 .product(name: "DurableWorkflow", package: "DurableWorkflow"),
+                .product(name: "WorkflowLMDB", package: "DurableWorkflow"),
                 .product(name: "WorkflowSignals", package: "DurableWorkflow"),
                 .product(name: "WorkflowFeedback", package: "DurableWorkflow"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),

@@ -4,6 +4,7 @@
 // the count after each commit. Kill it with `kill -9` at any moment and run it again: it
 // continues from the last committed count, never losing or repeating an increment.
 import DurableWorkflow
+import WorkflowLMDB
 import Foundation
 import Workflow
 import WorkflowExamples

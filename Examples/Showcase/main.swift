@@ -8,6 +8,7 @@
 //   showcase service STORE     (internal) the service process
 //   showcase post STORE        (internal) the process that posts the signals
 import DurableWorkflow
+import WorkflowLMDB
 import Foundation
 import Synchronization
 import Workflow

@@ -1,7 +1,7 @@
 import Dispatch
-import LMDB
 import Workflow
 import WorkflowLocks
+import WorkflowStorage
 
 /// The store's one commit path: every instance's batches wait here, and one committer at a time
 /// takes everything waiting, from every instance, into one transaction, commits it once and then
@@ -17,8 +17,8 @@ import WorkflowLocks
 ///
 /// One instance's batches go in the order they were handed in (a writer is taken by one round at
 /// a time, and rounds do not overlap). An instance refused in a round (another host owns it) or
-/// whose action cannot be encoded fails alone, with nothing of it written; the round is retried
-/// without it. A failed transaction fails every instance that had entries in it.
+/// whose action cannot be encoded fails alone, with nothing of it written. A failed commit fails
+/// every instance that had entries in it.
 final class CommitPipeline: Sendable {
     private let state = Lock(State())
 
@@ -120,9 +120,9 @@ final class CommitPipeline: Sendable {
         for participant in round { participant.writer.settle(participant, duration: duration) }
     }
 
-    /// Writes the round in one transaction. A participant refused or failing on its own is marked
-    /// failed and left out (the transaction is retried without it when it had begun writing);
-    /// a failed transaction marks every participant still in it failed.
+    /// Commits the round as one request. A participant whose actions cannot be encoded, or whom
+    /// the store refuses (another host owns the instance), is marked failed alone, with nothing of
+    /// it written; a failed commit marks every participant in it failed.
     private static func write(_ round: inout [CommitParticipant], store: WorkflowStore) {
         // Synced unless every participant only asks for its commits to survive a process crash.
         var syncInterval: Duration?
@@ -133,37 +133,35 @@ final class CommitPipeline: Sendable {
             }
             syncInterval = min(interval, syncInterval ?? interval)
         }
-        var durability: EnvironmentConfiguration.Durability?
+        var request = CommitRequest(durability: .synced)
         if let syncInterval {
-            durability = .noSync
-            store.scheduleBackgroundSync(every: syncInterval)
+            request.durability = .processCrashSafe
+            store.backend.syncPeriodically(every: syncInterval)
         }
-        while round.contains(where: { $0.failure == nil }) {
+        var indices: [Int] = []
+        for index in round.indices {
             do {
-                try store.environment.write(durability: durability) { txn in
-                    for index in round.indices where round[index].failure == nil {
-                        // A refusal is found before anything of the participant is written.
-                        do {
-                            try round[index].writer.write(&round[index], in: txn, layout: store.layout)
-                        } catch let refused as CommitParticipant.Refused {
-                            round[index].failure = refused.error
-                        } catch let error as LMDBError {
-                            throw error
-                        } catch {
-                            throw CommitParticipant.Aborted(index: index, error: error)
-                        }
-                    }
-                }
-                return
-            } catch let aborted as CommitParticipant.Aborted {
-                round[aborted.index].failure = aborted.error
+                guard let changes = try round[index].writer.changes(for: &round[index]) else { continue }
+                request.changes.append(changes)
+                indices.append(index)
             } catch {
-                for index in round.indices where round[index].failure == nil {
-                    round[index].failure = (error as? LMDBError).map {
-                        DurableError.storage($0, store: store.path, instance: round[index].writer.instanceID)
-                    } ?? error
+                round[index].failure = error
+            }
+        }
+        guard !request.changes.isEmpty else { return }
+        do {
+            let outcomes = try store.backend.commit(request)
+            for (index, outcome) in zip(indices, outcomes) {
+                switch outcome {
+                case .committed(let record):
+                    round[index].record = record
+                case .refused(let current):
+                    round[index].failure = round[index].writer.refusal(current: current, at: round[index].lastSequence ?? 0)
                 }
-                return
+            }
+        } catch {
+            for index in indices {
+                round[index].failure = DurableError.storage(error, store: store.path, instance: round[index].writer.instanceID)
             }
         }
     }
@@ -176,7 +174,7 @@ struct CommitParticipant {
     let batches: [CommitBatch]
     let listener: (any JournalListener)?
     /// The index record as committed before this round; after writing, as this round leaves it.
-    var record: InstanceRecord
+    var record: StoredInstance
     /// The entries written, for observers (only when the instance has some).
     var written: [LogEntry] = []
     /// Why the participant's batches were not written.
@@ -184,16 +182,4 @@ struct CommitParticipant {
 
     /// The sequence of the last entry in the batches.
     var lastSequence: UInt64? { batches.last(where: { !$0.isEmpty })?.entries.last?.sequence }
-
-    /// Thrown from a participant's write before anything of it is written: it is left out.
-    struct Refused: Error {
-        let error: DurableError
-    }
-
-    /// A participant failed after it began writing: the transaction is abandoned and retried
-    /// without it.
-    struct Aborted: Error {
-        let index: Int
-        let error: any Error
-    }
 }

@@ -1,5 +1,5 @@
-import LMDB
 import Workflow
+import WorkflowStorage
 
 /// An action that can be written to the log and read back: a `Codable` ``WorkflowAction`` with a
 /// stable type tag and a version.
@@ -23,11 +23,11 @@ extension DurableAction {
 /// must be `Codable`. Node states must be `Codable` too (snapshots, digests, time travel).
 public typealias DurableWorkflow = Workflow & Codable & Sendable
 
-/// Writes that must commit in the same transaction as the log entry of the action they came
-/// with (package-internal: the signal subsystem's delivery marks).
+/// What must commit with the log entry of the action it came with (package-internal: the signal
+/// subsystem's delivery marks), as data the backend applies in the same commit.
 package protocol CommitAttachment: Sendable {
-    /// Adds the writes to the commit's transaction.
-    func write(in txn: borrowing WriteTransaction) throws
+    /// The delivery mark to commit.
+    var deliveryMark: DeliveryMarkRecord { get }
     /// The commit succeeded.
     func didCommit()
     /// The host stopped before the commit: the writes were not made.

@@ -1,4 +1,5 @@
 import Workflow
+import WorkflowStorage
 
 /// How a durable host commits, snapshots and checks its log: one value, passed at start/resume.
 public struct DurableConfiguration: Sendable {
@@ -74,7 +75,7 @@ public struct DurableConfiguration: Sendable {
 
 extension DurableConfiguration {
     /// This configuration with the codec `record`'s instance was written with.
-    func resolvingCodec(for record: InstanceRecord, store: String, instance: String) throws -> DurableConfiguration {
+    func resolvingCodec(for record: StoredInstance, store: String, instance: String) throws -> DurableConfiguration {
         if codec.name == record.codec { return self }
         if !codecIsChosen, let builtIn = BuiltInCodecs.codec(named: record.codec) {
             var copy = self

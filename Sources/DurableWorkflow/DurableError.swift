@@ -1,4 +1,3 @@
-import LMDB
 import WorkflowStorage
 
 /// Every failure of the durable engine: what, where (store, instance, sequence) and what to do.
@@ -61,7 +60,7 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
     /// `.corruptEntry`); its `underlying` error is the backend's own.
     public let storageFailure: StorageFailure?
 
-    init(
+    package init(
         _ kind: Kind, store: String, instance: String? = nil, sequence: UInt64? = nil, actionTag: String? = nil,
         nodePath: String? = nil, detail: String, recovery: String = "", storageFailure: StorageFailure? = nil
     ) {
@@ -88,9 +87,17 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
         return text
     }
 
-    static func storage(_ error: LMDBError, store: String, instance: String? = nil) -> DurableError {
-        DurableError(.storage, store: store, instance: instance, detail: error.summary,
-                     recovery: error.recovery, storageFailure: error.storageFailure)
+    package static func storage(_ failure: StorageFailure, store: String, instance: String? = nil) -> DurableError {
+        DurableError(.storage, store: store, instance: instance, detail: failure.summary, recovery: failure.recovery, storageFailure: failure)
+    }
+
+    /// A failure to open the store at `location`: a newer format is ``Kind/newerFormat``.
+    package static func opening(_ location: String, failure: StorageFailure) -> DurableError {
+        if failure.kind == .newerFormat {
+            return DurableError(.newerFormat, store: location, detail: failure.detail, recovery: failure.recovery, storageFailure: failure)
+        }
+        return DurableError(.storage, store: location, detail: failure.kind == .notAStore || failure.kind == .notFound ? failure.detail : failure.summary,
+                            recovery: failure.recovery, storageFailure: failure)
     }
 }
 

@@ -1,5 +1,5 @@
-import LMDB
 import Workflow
+import WorkflowStorage
 
 /// The runtime's journal for one durable instance: turns applied actions into pending entries,
 /// with digests and snapshots, on the thread running the host, and has its ``LogWriter`` commit
@@ -22,7 +22,7 @@ final class InstanceJournal: RuntimeJournal {
     private let digests: StateDigests
 
     /// A journal for an instance whose `record` already carries this host's `owner` claim.
-    init(store: WorkflowStore, instanceID: String, record: InstanceRecord, configuration: DurableConfiguration) {
+    init(store: WorkflowStore, instanceID: String, record: StoredInstance, configuration: DurableConfiguration) {
         self.store = store
         self.instanceID = instanceID
         self.configuration = configuration

@@ -1,22 +1,16 @@
 import Synchronization
 import WorkflowLocks
+import WorkflowStorage
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Who is running an instance: a process (pid and start time, so a reused pid is not mistaken
-/// for the owner) and a host within it. Stored with the instance's index state; a commit by
-/// anyone else is refused, so two processes can never interleave one instance's log.
-struct InstanceOwner: Hashable {
-    var pid: Int32
-    var processStart: UInt64
-    var token: UInt64
+/// Who is running an instance (see ``InstanceClaim``): a host of a process.
+typealias InstanceOwner = InstanceClaim
 
-    static let none = InstanceOwner(pid: 0, processStart: 0, token: 0)
-
-    var isNone: Bool { pid == 0 }
-
+/// Claims of this process's hosts, and whether a claim is alive.
+extension InstanceClaim {
     /// A new owner for a host of this process.
     static func claim() -> InstanceOwner {
         let token = nextToken.add(1, ordering: .relaxed).newValue

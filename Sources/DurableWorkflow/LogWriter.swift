@@ -1,8 +1,8 @@
 import Dispatch
-import LMDB
 import Synchronization
 import Workflow
 import WorkflowLocks
+import WorkflowStorage
 
 /// One instance's side of the store's ``CommitPipeline``: the batches its host hands in, waiting
 /// in order, and what the pipeline's committer needs to write and settle them.
@@ -19,7 +19,7 @@ final class LogWriter: Sendable {
     private let owner: InstanceOwner
     /// The index record as last committed: the pipeline's committer (one at a time) reads it when
     /// it takes this writer's batches and replaces it once they are committed.
-    private let record: Lock<InstanceRecord>
+    private let record: Lock<StoredInstance>
     private let handedOff = Lock(HandOffs())
     /// Signalled when the committer takes the waiting batches while the host waits for room.
     private let room = DispatchSemaphore(value: 0)
@@ -69,10 +69,10 @@ final class LogWriter: Sendable {
     }
 
     /// A writer for an instance whose `record` (as last committed) carries this host's `owner` claim.
-    init(store: WorkflowStore, instanceID: String, record: InstanceRecord, configuration: DurableConfiguration) {
+    init(store: WorkflowStore, instanceID: String, record: StoredInstance, configuration: DurableConfiguration) {
         self.store = store
         self.instanceID = instanceID
-        self.owner = record.owner
+        self.owner = record.claim
         self.configuration = configuration
         self.committed = Atomic(record.lastSequence)
         self.record = Lock(record)
@@ -210,111 +210,80 @@ final class LogWriter: Sendable {
             guard inFlight else { break }
             settled.wait()
         }
-        store.releaseOwnership(of: instanceID, record: record.withLock { $0 }, owner: owner)
+        store.releaseOwnership(of: instanceID, owner: owner)
     }
 
-    /// Writes the participant's entries, snapshots and attachments and its index record in the
-    /// round's transaction; `participant.record` becomes the index state as written. Throws
-    /// ``CommitParticipant/Refused`` before writing anything when another host owns the instance.
-    /// The pipeline's committer may run this again in a new transaction (after a full map grew,
-    /// or without another participant that failed): each run starts afresh.
-    func write(_ participant: inout CommitParticipant, in txn: borrowing WriteTransaction, layout: StoreLayout) throws {
+    /// The participant's batches as the changes one commit makes to the instance: its entries
+    /// encoded into log records, its snapshots and its signal delivery marks. Throws
+    /// ``DurableError/Kind/notCodable`` when an action cannot be encoded (the participant then
+    /// fails alone). When the instance has observers, `participant.written` gets the entries.
+    func changes(for participant: inout CommitParticipant) throws -> InstanceChanges? {
         let batches = participant.batches
         participant.written.removeAll(keepingCapacity: true)
-        guard let last = batches.last(where: { !$0.isEmpty })?.entries.last else { return }
-        let cached = participant.record, key = cached.key
+        guard let first = batches.first(where: { !$0.isEmpty })?.entries.first,
+              let last = batches.last(where: { !$0.isEmpty })?.entries.last else { return nil }
         let codec = configuration.codec, observed = !configuration.observers.isEmpty
+        var records = LogRecords(firstSequence: first.sequence, capacity: Int(last.sequence - first.sequence + 1))
         var payload: [UInt8] = []
         payload.reserveCapacity(256)
-        // Read-modify-write, so a status set meanwhile (complete) is kept.
-        let stored = try txn.value(forKey: cached.stateKey, in: layout.log) { cached.withState($0) }
-        var updated = stored ?? cached
-        guard updated.owner == owner else { throw CommitParticipant.Refused(error: inUse(by: updated.owner, at: last.sequence)) }
-        updated.lastSequence = last.sequence
-        updated.updated = last.time
-        if let snapshot = batches.last(where: { !$0.snapshots.isEmpty })?.snapshots.last {
-            updated.lastSnapshot = snapshot.sequence
-        }
         var written: [LogEntry] = []
-        // One cursor for every entry: consecutive keys mostly land on the page it stands on.
-        try txn.withCursor(on: layout.log) { cursor in
-            // The newest instance's index state is the last key of the log: it is lifted off
-            // and put back after the new entries, so that each lands after the last key of
-            // its page. (Inserted before a key that stays last, each entry that fills a page
-            // made LMDB split it in half, and the log's pages stayed half empty.)
-            var atEnd = try cursor.last().map { try $0.key(as: LogKey.self) == cached.stateKey } ?? false
-            if atEnd { try cursor.deleteCurrent() }
-            for batch in batches {
-                // Targets change rarely within a batch: each is copied out, and the
-                // bytes naming it made, once.
-                var targetIndex = -1
-                var target: EntryTarget?
-                var targetBytes: [UInt8] = []
-                for pending in batch.entries {
-                    if pending.target != targetIndex {
-                        targetIndex = pending.target
-                        target = batch.targets[targetIndex]
-                        targetBytes = LogEntry.targetBytes(
-                            nodePath: target!.nodePath, actionTag: target!.actionTag, actionVersion: target!.actionVersion)
-                    }
-                    let start = try self.write(
-                        pending, of: batch, target: target!, targetBytes: targetBytes, codec: codec, payload: &payload,
-                        cursor: cursor, key: key, atEnd: &atEnd)
-                    if observed { written.append(pending.entry(target: target!, payload: Array(payload[start...]))) }
-                }
-            }
-            let state = updated.encodedState()
-            let fill = { (target: UnsafeMutableRawBufferPointer) in state.withUnsafeBytes { target.copyMemory(from: $0) } }
-            if atEnd, try cursor.reserveAtEnd(state.count, forKey: updated.stateKey, fill) { return }
-            try cursor.reserve(state.count, forKey: updated.stateKey, fill)
-        }
+        var snapshots: [(sequence: UInt64, bytes: [UInt8])] = []
+        var marks: [DeliveryMarkRecord] = []
         for batch in batches {
-            for snapshot in batch.snapshots {
-                try txn.put(snapshot.encoded(), forKey: LogKey(instance: key, sequence: snapshot.sequence), in: layout.snapshots)
+            // Targets change rarely within a batch: each is copied out, and the bytes naming it
+            // made, once.
+            var targetIndex = -1
+            var target: EntryTarget?
+            var targetBytes: [UInt8] = []
+            for pending in batch.entries {
+                if pending.target != targetIndex {
+                    targetIndex = pending.target
+                    target = batch.targets[targetIndex]
+                    targetBytes = LogEntry.targetBytes(
+                        nodePath: target!.nodePath, actionTag: target!.actionTag, actionVersion: target!.actionVersion)
+                }
+                // Payloads go one after another, and the buffer is emptied once it holds 64 KiB.
+                if payload.count >= 1 << 16 { payload.removeAll(keepingCapacity: true) }
+                let start = payload.count
+                do {
+                    try batch.appendPayload(of: pending, encoding: target!.encoding, codec: codec, to: &payload)
+                } catch {
+                    throw DurableError(.notCodable, store: store.path, instance: instanceID, sequence: pending.sequence,
+                                       actionTag: target!.actionTag, nodePath: target!.nodePath.description,
+                                       detail: "the action could not be encoded: \(error)")
+                }
+                let size = LogEntry.recordSize(targetCount: targetBytes.count, payloadCount: payload.count - start, hasDigest: pending.digest != nil)
+                targetBytes.withUnsafeBytes { targetBytes in
+                    payload.withUnsafeBytes { payload in
+                        records.append(size: size) { space in
+                            let count = LogEntry.writeRecord(
+                                into: space.baseAddress!, sequence: pending.sequence, time: pending.time, origin: pending.origin,
+                                target: targetBytes, payload: UnsafeRawBufferPointer(rebasing: payload[start...]), digest: pending.digest)
+                            precondition(count == size, "log entry size miscounted")
+                        }
+                    }
+                }
+                if observed { written.append(pending.entry(target: target!, payload: Array(payload[start...]))) }
             }
-            for attachment in batch.attachments { try attachment.write(in: txn) }
+            for snapshot in batch.snapshots { snapshots.append((snapshot.sequence, snapshot.encoded())) }
+            for attachment in batch.attachments { marks.append(attachment.deliveryMark) }
         }
-        participant.record = updated
+        var changes = InstanceChanges(
+            id: instanceID, key: participant.record.key, claim: owner, entries: records, updated: last.time.nanosecondsSinceEpoch)
+        changes.snapshots = snapshots
+        changes.deliveryMarks = marks
         participant.written = written
+        return changes
     }
 
-    /// Encodes `pending`'s payload onto the end of `payload` and writes its record in space reserved
-    /// in the map: appended (`MDB_APPEND`: no search from the root) while `atEnd` (nothing follows
-    /// the instance's entries in the log, as for the newest instance once its index state is
-    /// lifted off), else inserted; an append that finds a later key clears `atEnd`. Returns where
-    /// in `payload` the entry's payload starts.
-    private func write(
-        _ pending: PendingEntry, of batch: borrowing CommitBatch, target: EntryTarget, targetBytes: [UInt8],
-        codec: any PayloadCodec, payload: inout [UInt8],
-        cursor: borrowing Cursor<LogKey, [UInt8], ReadWrite>, key: UInt64, atEnd: inout Bool
-    ) throws -> Int {
-        // Payloads go one after another, and the buffer is emptied once it holds 64 KiB:
-        // emptying it for every entry cost a fortieth of a small action's commit.
-        if payload.count >= 1 << 16 { payload.removeAll(keepingCapacity: true) }
-        let start = payload.count
-        do {
-            try batch.appendPayload(of: pending, encoding: target.encoding, codec: codec, to: &payload)
-        } catch {
-            throw DurableError(.notCodable, store: store.path, instance: instanceID, sequence: pending.sequence,
-                               actionTag: target.actionTag, nodePath: target.nodePath.description,
-                               detail: "the action could not be encoded: \(error)")
+    /// The failure of a commit the store refused: another host holds the instance (or it was deleted).
+    func refusal(current: InstanceClaim?, at sequence: UInt64) -> DurableError {
+        guard let current else {
+            return DurableError(.instanceNotFound, store: store.path, instance: instanceID, sequence: sequence,
+                                detail: "the instance was deleted while its host ran; this host's uncommitted actions were not written",
+                                recovery: "Stop a host before deleting its instance")
         }
-        let size = LogEntry.recordSize(targetCount: targetBytes.count, payloadCount: payload.count - start, hasDigest: pending.digest != nil)
-        var keyBytes = LogKey.bytes(instance: key, sequence: pending.sequence)
-        let space = try withUnsafeBytes(of: &keyBytes) { keyBytes throws(LMDBError) in
-            if atEnd, let space = try cursor.reserve(size, forKeyBytes: keyBytes, append: true) { return space }
-            atEnd = false
-            return try cursor.reserve(size, forKeyBytes: keyBytes, append: false)!
-        }
-        let count = targetBytes.withUnsafeBytes { targetBytes in
-            payload.withUnsafeBytes { payload in
-                LogEntry.writeRecord(
-                    into: space.baseAddress!, sequence: pending.sequence, time: pending.time, origin: pending.origin,
-                    target: targetBytes, payload: UnsafeRawBufferPointer(rebasing: payload[start...]), digest: pending.digest)
-            }
-        }
-        precondition(count == size, "log entry size miscounted")
-        return start
+        return inUse(by: current, at: sequence)
     }
 
     private func inUse(by other: InstanceOwner, at sequence: UInt64) -> DurableError {

@@ -1,4 +1,5 @@
 import Workflow
+import WorkflowStorage
 
 /// Encodes and decodes values known only at run time to be `Codable` (node states, props).
 enum StateCoding {

@@ -1,24 +1,4 @@
-import LMDB
-
-/// One finding of ``WorkflowStore/check(progress:)``: what is damaged and where.
-public struct StoreDamage: Sendable, Hashable, Codable {
-    /// The part of the store: `"log"`, `"snapshots"`, `"instances"` or `"meta"`.
-    public let area: String
-    /// The instance, when one is concerned.
-    public let instance: String?
-    /// The log or snapshot sequence, when one is concerned.
-    public let sequence: UInt64?
-    /// What was found.
-    public let detail: String
-
-    /// A finding (tools that check a store in another process make them too).
-    public init(area: String, instance: String?, sequence: UInt64?, detail: String) {
-        self.area = area
-        self.instance = instance
-        self.sequence = sequence
-        self.detail = detail
-    }
-}
+import WorkflowStorage
 
 /// What a walk over a whole store found.
 public struct StoreCheckReport: Sendable, Codable {
@@ -51,36 +31,18 @@ extension WorkflowStore {
     /// next, before it is read, so that a caller running this in a child process can say where
     /// it stopped if LMDB itself ends the process on a damaged page (`wfctl check` does).
     public func check(progress: (String) -> Void = { _ in }) throws -> StoreCheckReport {
-        var damage: [StoreDamage] = []
+        var damage = backend.checkStructure(progress: progress)
         var entries: UInt64 = 0, snapshots = 0
-        func walk<K: LMDBEncodable, V>(_ database: Database<K, V>, _ area: String) {
-            progress("reading every record of \(area)")
-            do {
-                try environment.read { txn in try txn.forEach(in: database) { _, _ in true } }
-            } catch {
-                damage.append(StoreDamage(area: area, instance: nil, sequence: nil, detail: "\(error)"))
-            }
-        }
-        walk(layout.meta, "meta")
-        walk(layout.instances, "instances")
-        walk(layout.log, "log")
-        walk(layout.snapshots, "snapshots")
-
         progress("listing instances")
         var ids: [String] = []
         do {
-            try environment.read { txn in
-                try txn.forEach(in: layout.instances) { key, _ in
-                    ids.append(try String(lmdbBytes: key))
-                    return true
-                }
-            }
+            ids = try backend.instanceIDs()
         } catch {
             damage.append(StoreDamage(area: "instances", instance: nil, sequence: nil, detail: "\(error)"))
         }
         for id in ids {
             progress("reading instance \(id)")
-            let record: InstanceRecord
+            let record: StoredInstance
             do {
                 guard let found = try self.record(id: id) else {
                     damage.append(StoreDamage(area: "instances", instance: id, sequence: nil, detail: "its index record is unreadable"))
@@ -103,18 +65,14 @@ extension WorkflowStore {
             entries += read
             progress("reading the snapshots of \(id)")
             do {
-                try environment.read { txn in
-                    try txn.forEach(in: layout.snapshots, from: LogKey(instance: record.key, sequence: 0)) { key, value in
-                        let snapshotKey = try LogKey(lmdbBytes: key)
-                        guard snapshotKey.instance == record.key else { return false }
-                        if Snapshot.decode(value) == nil {
-                            damage.append(StoreDamage(area: "snapshots", instance: id, sequence: snapshotKey.sequence,
-                                                      detail: "the snapshot does not decode (replay skips it)"))
-                        } else {
-                            snapshots += 1
-                        }
-                        return true
+                try backend.readSnapshots(of: record.key, atMost: .max) { sequence, bytes in
+                    if Snapshot.decode(bytes) == nil {
+                        damage.append(StoreDamage(area: "snapshots", instance: id, sequence: sequence,
+                                                  detail: "the snapshot does not decode (replay skips it)"))
+                    } else {
+                        snapshots += 1
                     }
+                    return true
                 }
             } catch {
                 damage.append(StoreDamage(area: "snapshots", instance: id, sequence: nil, detail: "\(error)"))

@@ -1,4 +1,5 @@
 import Workflow
+import WorkflowStorage
 
 /// Every node's state at one sequence of an instance (time travel, read-only).
 public struct StateTree: Sendable {
@@ -110,14 +111,8 @@ extension WorkflowStore {
                 }
             })
         let snapshot = try captured!.get()
-        let layout = self.layout, record = plan.record
-        try storageCall(instance: id) {
-            try environment.write { txn in
-                try txn.put(snapshot.encoded(), forKey: LogKey(instance: record.key, sequence: snapshot.sequence), in: layout.snapshots)
-                guard var current = try txn.value(forKey: record.stateKey, in: layout.log, { record.withState($0) }) else { return }
-                current.lastSnapshot = max(current.lastSnapshot, snapshot.sequence)
-                try txn.put(current.encodedState(), forKey: current.stateKey, in: layout.log)
-            }
+        try storageCall(instance: id) { () throws(StorageFailure) in
+            try backend.putSnapshot(id: id, sequence: snapshot.sequence, bytes: snapshot.encoded())
         }
         return snapshot.sequence
     }

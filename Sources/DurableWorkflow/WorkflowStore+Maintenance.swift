@@ -1,5 +1,5 @@
-import LMDB
 import Workflow
+import WorkflowStorage
 
 extension WorkflowStore {
     /// Creates instance `id` with exactly `entries` as its log (sequences 1...n, in order): the
@@ -12,25 +12,16 @@ extension WorkflowStore {
         guard !entries.isEmpty, entries.enumerated().allSatisfy({ $0.element.sequence == UInt64($0.offset + 1) }) else {
             throw DurableError(.corruptEntry, store: path, instance: id, detail: "imported entries must be sequences 1...n in order")
         }
-        let layout = self.layout, store = path
-        try storageCall(instance: id) {
-            try environment.write { txn in
-                if try txn.contains(id, in: layout.instances) {
-                    throw DurableError(.instanceExists, store: store, instance: id, detail: "an instance with this id already exists",
-                                       recovery: "Delete it first, or import into another store")
-                }
-                let key = try txn.value(forKey: "nextInstanceKey", in: layout.meta) { try UInt64(lmdbBytes: $0) } ?? 1
-                try txn.put(withUnsafeBytes(of: (key + 1).bigEndian) { Array($0) }, forKey: "nextInstanceKey", in: layout.meta)
-                for entry in entries {
-                    try txn.put(entry.encoded(), forKey: LogKey(instance: key, sequence: entry.sequence), in: layout.log)
-                }
-                let record = InstanceRecord(
-                    key: key, workflowType: workflowType, status: status, created: created, updated: entries.last!.time,
-                    lastSequence: entries.last!.sequence, lastSnapshot: 0,
-                    codec: codec ?? BuiltInCodecs.name(ofPayload: entries[0].payload))
-                try txn.put(record.encodedState(), forKey: record.stateKey, in: layout.log)
-                try txn.put(record.encodedStatic(), forKey: id, in: layout.instances)
-            }
+        var records = LogRecords(firstSequence: 1, capacity: entries.count)
+        for entry in entries { records.append(entry.encoded()) }
+        let created = try storageCall(instance: id) { () throws(StorageFailure) in
+            try backend.create(NewInstance(
+                id: id, workflowType: workflowType, codec: codec ?? BuiltInCodecs.name(ofPayload: entries[0].payload), status: status,
+                created: created.nanosecondsSinceEpoch, claim: .none, entries: records))
+        }
+        guard created != nil else {
+            throw DurableError(.instanceExists, store: path, instance: id, detail: "an instance with this id already exists",
+                               recovery: "Delete it first, or import into another store")
         }
     }
 
@@ -48,8 +39,8 @@ extension WorkflowStore {
     }
 
     /// Writes a compact, consistent copy of the whole store (workflows and signals) into the
-    /// directory `destination`: LMDB files never shrink in place.
+    /// directory `destination` (LMDB files never shrink in place).
     public func compactCopy(to destination: String) throws {
-        try storageCall(instance: nil) { try environment.copy(to: destination, compact: true) }
+        try storageCall(instance: nil) { () throws(StorageFailure) in try backend.copy(to: destination) }
     }
 }

@@ -1,10 +1,10 @@
-import LMDB
 import Workflow
+import WorkflowStorage
 
 /// What a replay of one instance starts from and goes to.
 struct ReplayPlan<W: DurableWorkflow> {
     let id: String
-    let record: InstanceRecord
+    let record: StoredInstance
     let root: W
     let rootProps: [UInt8]
     /// The sequence the initial tree represents (the snapshot's, or 1 for the first props entry).
@@ -57,18 +57,17 @@ extension WorkflowStore {
 
     /// The newest readable snapshot of `record` at or before `sequence`; a corrupt one is skipped
     /// (snapshots only shorten replay: the log is the truth).
-    private func latestSnapshot(record: InstanceRecord, id: String, atMost sequence: UInt64) throws -> Snapshot? {
-        try storageCall(instance: id) {
-            try environment.read { txn in
-                var found: Snapshot?
-                try txn.forEach(in: layout.snapshots, from: LogKey(instance: record.key, sequence: sequence), reverse: true) { key, value in
-                    guard try LogKey(lmdbBytes: key).instance == record.key else { return false }
-                    found = Snapshot.decode(value)
-                    return found == nil
-                }
-                return found
+    private func latestSnapshot(record: StoredInstance, id: String, atMost sequence: UInt64) throws -> Snapshot? {
+        var found: Snapshot?
+        do {
+            try backend.readSnapshots(of: record.key, atMost: sequence) { _, bytes in
+                found = Snapshot.decode(bytes)
+                return found == nil
             }
+        } catch let failure as StorageFailure {
+            throw DurableError.storage(failure, store: path, instance: id)
         }
+        return found
     }
 
     /// Applies the plan's entries to the tree through `driver` with the instance's codec, checking recorded digests.

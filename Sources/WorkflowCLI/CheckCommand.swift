@@ -1,6 +1,7 @@
 import ArgumentParser
 import DurableWorkflow
 import Foundation
+import WorkflowLMDB
 
 /// `wfctl check STORE`
 struct Check: ParsableCommand {

@@ -2,6 +2,7 @@ import ArgumentParser
 import DurableWorkflow
 import Foundation
 import Workflow
+import WorkflowLMDB
 
 /// One line of an export: an instance header, or one of its entries.
 struct ExportLine: Codable {

@@ -14,16 +14,17 @@ struct Info: ParsableCommand {
         let store: String
         let formatVersion: UInt32
         let sizeOnDisk: Int
-        let mapSize: Int
-        let mapUsed: Int
+        let backend: String
+        let mapSize: Int?
+        let mapUsed: Int?
         let instances: Int
         let logEntries: Int
         let snapshots: Int
         let signals: Int
         let consumers: Int
-        let readersInUse: Int
-        let maxReaders: Int
-        let lastTransactionID: UInt64
+        let readersInUse: Int?
+        let maxReaders: Int?
+        let lastTransactionID: UInt64?
     }
 
     func run() throws {
@@ -33,7 +34,7 @@ struct Info: ParsableCommand {
         let report = Report(
             store: store.path, formatVersion: statistics.formatVersion,
             sizeOnDisk: ((try? FileManager.default.attributesOfItem(atPath: store.path + "/data.mdb"))?[.size] as? Int) ?? 0,
-            mapSize: statistics.mapSize, mapUsed: statistics.usedBytes, instances: statistics.instances,
+            backend: statistics.backend, mapSize: statistics.capacityBytes, mapUsed: statistics.usedBytes, instances: statistics.instances,
             logEntries: statistics.logEntries, snapshots: statistics.snapshots,
             signals: try signals?.signals().count ?? 0, consumers: try signals?.consumers().count ?? 0,
             readersInUse: statistics.readersInUse, maxReaders: statistics.maxReaders, lastTransactionID: statistics.lastTransactionID)
@@ -43,14 +44,17 @@ struct Info: ParsableCommand {
         table.add("store", report.store)
         table.add("format version", "\(report.formatVersion)")
         table.add("size on disk", size(report.sizeOnDisk))
-        table.add("map size", "\(size(report.mapSize)) (\(size(report.mapUsed)) used)")
+        table.add("backend", report.backend)
+        if let mapSize = report.mapSize { table.add("map size", "\(size(mapSize)) (\(size(report.mapUsed ?? 0)) used)") }
         table.add("instances", "\(report.instances)")
         table.add("log entries", "\(report.logEntries)")
         table.add("snapshots", "\(report.snapshots)")
         table.add("signals", "\(report.signals)")
         table.add("consumers", "\(report.consumers)")
-        table.add("readers", "\(report.readersInUse) of \(report.maxReaders) in use")
-        table.add("last transaction", "\(report.lastTransactionID)")
+        if let readers = report.readersInUse, let maxReaders = report.maxReaders {
+            table.add("readers", "\(readers) of \(maxReaders) in use")
+        }
+        if let transaction = report.lastTransactionID { table.add("last transaction", "\(transaction)") }
         emit(table.text)
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import DurableWorkflow
 import Foundation
+import WorkflowLMDB
 import WorkflowSignals
 
 /// The inspect/replay tool over a workflow store. A service builds its own `wfctl` in a few

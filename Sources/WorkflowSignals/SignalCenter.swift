@@ -3,6 +3,7 @@ import Foundation
 import LMDB
 import Synchronization
 import Workflow
+import WorkflowLMDB
 import WorkflowStorage
 
 /// How a ``SignalCenter`` keeps and delivers signals.
@@ -100,10 +101,23 @@ public final class SignalCenter: Sendable {
     public let store: WorkflowStore
 
     private init(store: WorkflowStore, processIdentity: String, runID: String, configuration: SignalConfiguration) throws {
+        guard let lmdb = store.lmdb else {
+            throw SignalError(.storage, store: store.path, detail: "signals are kept in LMDB stores only, for now (this store is kept by \(store.backend.name))",
+                              recovery: "Open the store with WorkflowStore.open(path:)")
+        }
         self.store = store
         self.path = store.path
-        self.environment = store.environment
-        self.layout = try SignalLayout(environment: store.environment)
+        self.environment = lmdb.environment
+        let layout = try SignalLayout(environment: lmdb.environment)
+        self.layout = layout
+        // Delivery marks arrive as data in the commits of durable hosts; they are applied here,
+        // inside the commit's transaction.
+        lmdb.deliveryMarkWriter.withLock { writer in
+            writer = { mark, txn in
+                let consumer = mark.consumer.withUnsafeBytes { ConsumerID(bytes: $0) }
+                try SignalCenter.mark(consumer, version: mark.version, terminates: mark.terminates, keepLatest: mark.keepLatest, layout: layout, txn)
+            }
+        }
         self.processIdentity = processIdentity
         self.runID = runID
         self.configuration = configuration

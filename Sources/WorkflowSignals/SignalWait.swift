@@ -2,7 +2,9 @@ import DurableWorkflow
 import LMDB
 import Synchronization
 import Workflow
+import WorkflowLMDB
 import WorkflowLocks
+import WorkflowStorage
 
 /// The delivery mark of a signal version handed to a durable workflow: committed in the same
 /// LMDB transaction as the log entry of the action the delivery became (exactly once, rule S7).
@@ -16,8 +18,8 @@ public struct DeliveryMark: CommitAttachment, @unchecked Sendable {
     let layout: SignalLayout
     let dispatcher: SignalDispatcher
 
-    package func write(in txn: borrowing WriteTransaction) throws {
-        try SignalCenter.mark(consumer, version: version, terminates: terminates, keepLatest: keepLatest, layout: layout, txn)
+    package var deliveryMark: DeliveryMarkRecord {
+        DeliveryMarkRecord(consumer: consumer.bytes, version: version, terminates: terminates, keepLatest: keepLatest)
     }
 
     package func didCommit() { dispatcher.finishInFlight(consumer) }
@@ -26,7 +28,9 @@ public struct DeliveryMark: CommitAttachment, @unchecked Sendable {
 
     /// Marks the version delivered in a transaction of its own (hosts without a log).
     func commitAlone(_ environment: Environment) {
-        _ = try? environment.write { txn in try write(in: txn) }
+        _ = try? environment.write { txn in
+            try SignalCenter.mark(consumer, version: version, terminates: terminates, keepLatest: keepLatest, layout: layout, txn)
+        }
         didCommit()
     }
 }

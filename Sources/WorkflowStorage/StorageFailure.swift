@@ -19,6 +19,8 @@ public struct StorageFailure: Error, Sendable, CustomStringConvertible {
         case corrupted
         /// The store was written by an incompatible version or configuration of the backend.
         case incompatible
+        /// The store's format is newer than this library reads: upgrade the library.
+        case newerFormat
         /// A resource is taken: the store is open with another configuration, or every reader
         /// slot or connection is in use.
         case busy

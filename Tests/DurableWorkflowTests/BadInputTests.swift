@@ -1,10 +1,11 @@
-import Foundation
 import DurableWorkflow
+import Foundation
 import LMDB
 import TestSupport
 import TestWorkflows
 import Testing
 import Workflow
+import WorkflowLMDB
 
 /// A workflow whose render depends on a random number: replay cannot reproduce it.
 struct RandomShape: Workflow, Codable, Sendable {

@@ -4,6 +4,7 @@ import TestSupport
 import TestWorkflows
 import Testing
 import Workflow
+import WorkflowLMDB
 
 /// A value using every shape `Codable` produces: scalars of every width, optionals, nesting,
 /// arrays, dictionaries with string and integer keys, enums with payloads, Foundation types.

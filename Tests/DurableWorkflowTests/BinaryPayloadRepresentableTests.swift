@@ -3,6 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 import Workflow
+import WorkflowLMDB
 
 /// A ledger whose action and state write their own bytes: every shape the writer documents.
 private struct OwnLedger: Workflow, Codable, Sendable {

@@ -1,8 +1,9 @@
-import Foundation
 import DurableWorkflow
+import Foundation
 import TestSupport
 import TestWorkflows
 import Testing
+import WorkflowLMDB
 
 @Suite("Canonical encoding: equal values give equal bytes in every process (D9)")
 struct CanonicalEncodingTests {

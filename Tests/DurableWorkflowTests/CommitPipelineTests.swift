@@ -4,6 +4,7 @@ import TestSupport
 import TestWorkflows
 import Testing
 import Workflow
+import WorkflowLMDB
 import WorkflowLocks
 
 /// Holds the committing thread in the first commit of a later entry than the start's (an
@@ -45,7 +46,7 @@ private func startHolder(in store: WorkflowStore, mode: DurableConfiguration.Mod
 
 /// Write transactions committed in `store` so far.
 private func transactions(_ store: WorkflowStore) throws -> UInt64 {
-    try store.statistics().lastTransactionID
+    try #require(try store.statistics().lastTransactionID)
 }
 
 @Suite("The store's commit pipeline: instances share commits; one instance's failure is its own")
@@ -180,7 +181,7 @@ struct CommitPipelineTests {
             while applied.count < hosts.count, ContinuousClock.now < deadline { usleep(5_000) }
             usleep(100_000)
             let committed = (try? store.instance(id: "w0")?.lastSequence) ?? 0
-            seen.withLock { $0 = (applied.count, committed ?? 0) }
+            seen.withLock { $0 = (applied.count, committed) }
             gate.open()
         }
         opener.start()

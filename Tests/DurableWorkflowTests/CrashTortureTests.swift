@@ -3,6 +3,7 @@ import Foundation
 import TestSupport
 import TestWorkflows
 import Testing
+import WorkflowLMDB
 
 @Suite("Crash torture: real processes killed with SIGKILL while applying actions")
 struct CrashTortureTests {

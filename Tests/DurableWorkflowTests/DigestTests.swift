@@ -3,6 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 import Workflow
+import WorkflowLMDB
 
 /// A root and a child of different state types, each with its own action type, so that the
 /// journal encodes two action types and digests two state types in turn.

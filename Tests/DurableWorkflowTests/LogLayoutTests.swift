@@ -4,6 +4,7 @@ import TestSupport
 import TestWorkflows
 import Testing
 import Workflow
+import WorkflowLMDB
 
 @Suite("Log layout: the newest instance's commits append and fill their pages")
 struct LogLayoutTests {

@@ -2,6 +2,7 @@ import DurableWorkflow
 import TestSupport
 import TestWorkflows
 import Testing
+import WorkflowLMDB
 #if canImport(Glibc)
 import Glibc
 #endif

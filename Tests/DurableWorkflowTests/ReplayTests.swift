@@ -4,6 +4,7 @@ import TestSupport
 import TestWorkflows
 import Testing
 import Workflow
+import WorkflowLMDB
 import WorkflowLocks
 import WorkflowTesting
 

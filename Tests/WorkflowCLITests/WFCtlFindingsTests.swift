@@ -4,6 +4,7 @@ import TestSupport
 import TestWorkflows
 import Testing
 import WorkflowExamples
+import WorkflowLMDB
 
 @Suite("wfctl's help, findings and messages (issue 22, 9 and 10)")
 struct WFCtlFindingsTests {

@@ -6,6 +6,7 @@ import TestWorkflows
 import Testing
 import Workflow
 import WorkflowExamples
+import WorkflowLMDB
 import WorkflowSignals
 
 /// Runs the built `wfctl` and returns its exit code and output (stdout and stderr).
@@ -53,7 +54,7 @@ struct WFCtlTests {
         #expect(info.lines.contains { $0.hasPrefix("log entries") && $0.hasSuffix(" 13") })
         let infoJSON = try JSONSerialization.jsonObject(with: Data(try wfctl(["info", dir.path, "--json"]).lines.joined().utf8)) as! [String: Any]
         #expect(infoJSON["instances"] as? Int == 1)
-        #expect(infoJSON["formatVersion"] as? Int == Int(WorkflowStore.formatVersion))
+        #expect(infoJSON["formatVersion"] as? Int == Int(LMDBStorage.formatVersion))
 
         let list = try wfctl(["list", dir.path])
         #expect(list.lines.first?.hasPrefix("ID") == true)

@@ -3,6 +3,7 @@ import Foundation
 import LMDB
 import TestSupport
 import Testing
+import WorkflowLMDB
 import WorkflowSignals
 
 @Suite("Signals across processes (S3, S6)")

@@ -4,6 +4,7 @@ import LMDB
 import Synchronization
 import TestSupport
 import Testing
+import WorkflowLMDB
 import WorkflowLocks
 import WorkflowSignals
 

@@ -2,6 +2,7 @@ import DurableWorkflow
 import Foundation
 import TestSupport
 import Testing
+import WorkflowLMDB
 import WorkflowSignals
 
 @Suite("Run-scoped consumers of replicas that share an identity (S5)")

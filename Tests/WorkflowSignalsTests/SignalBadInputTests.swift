@@ -3,6 +3,7 @@ import Foundation
 import LMDB
 import TestSupport
 import Testing
+import WorkflowLMDB
 import WorkflowSignals
 
 @Suite("Signal bad input: typed errors, nothing lost")

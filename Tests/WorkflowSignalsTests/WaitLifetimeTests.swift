@@ -3,6 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 import Workflow
+import WorkflowLMDB
 import WorkflowSignals
 
 /// Waits for every version of `signal` until told to give up.

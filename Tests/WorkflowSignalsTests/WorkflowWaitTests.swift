@@ -4,6 +4,7 @@ import TestSupport
 import TestWorkflows
 import Testing
 import Workflow
+import WorkflowLMDB
 import WorkflowSignals
 
 @Suite("Durable workflows waiting on signals (S7)")

@@ -1,6 +1,7 @@
 import DurableWorkflow
 import Foundation
 import Workflow
+import WorkflowLMDB
 
 /// A durable one-node counter (the benchmark's own, so the runner needs no test code), in two
 /// forms that differ only in how their action is encoded.

@@ -1,6 +1,7 @@
 import DurableWorkflow
 import Foundation
 import WorkflowFeedback
+import WorkflowLMDB
 
 /// A durable reducer for the benchmark: sums integers.
 struct SumReducer: FeedbackReducer, Codable {

@@ -3,6 +3,7 @@ import Foundation
 import LMDB
 import Synchronization
 import Workflow
+import WorkflowLMDB
 
 /// A service's shapes: N instances in one store, each driven by its own client task, against the
 /// raw ceiling of N appends per synced commit measured in the same run.

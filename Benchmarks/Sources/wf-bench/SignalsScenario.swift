@@ -2,6 +2,7 @@ import DurableWorkflow
 import Foundation
 import Histogram
 import LMDB
+import WorkflowLMDB
 import WorkflowSignals
 
 /// Nanoseconds of the system-wide monotonic clock: comparable across processes on one host.

@@ -3,6 +3,7 @@
 import Dispatch
 import Foundation
 import DurableWorkflow
+import WorkflowLMDB
 import LMDB
 import TestSupport
 import WorkflowFeedback

@@ -1,27 +1,28 @@
 import LMDB
+import WorkflowStorage
 
 /// The key of a log entry or snapshot: the instance's numeric key, then the sequence, both
 /// big-endian, so one instance's entries are contiguous and in order.
-struct LogKey: LMDBCodable, Hashable {
-    let instance: UInt64
-    let sequence: UInt64
+package struct LogKey: LMDBCodable, Hashable {
+    package let instance: UInt64
+    package let sequence: UInt64
 
-    func withLMDBBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+    package func withLMDBBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         var bytes = Self.bytes(instance: instance, sequence: sequence)
         return try Swift.withUnsafeBytes(of: &bytes) { (raw) throws(E) -> R in try body(raw) }
     }
 
     /// The key's 16 bytes, as a value to take the bytes of (`withUnsafeBytes(of:)`).
-    static func bytes(instance: UInt64, sequence: UInt64) -> (UInt64, UInt64) {
+    package static func bytes(instance: UInt64, sequence: UInt64) -> (UInt64, UInt64) {
         (instance.bigEndian, sequence.bigEndian)
     }
 
-    init(instance: UInt64, sequence: UInt64) {
+    package init(instance: UInt64, sequence: UInt64) {
         self.instance = instance
         self.sequence = sequence
     }
 
-    init(lmdbBytes: UnsafeRawBufferPointer) throws(LMDBDecodingError) {
+    package init(lmdbBytes: UnsafeRawBufferPointer) throws(LMDBDecodingError) {
         guard lmdbBytes.count == 16 else {
             throw LMDBDecodingError(type: "LogKey", byteCount: lmdbBytes.count, reason: "expected 16 bytes")
         }
@@ -31,18 +32,18 @@ struct LogKey: LMDBCodable, Hashable {
 }
 
 /// The named databases of a store, opened once.
-struct StoreLayout: Sendable {
+package struct StoreLayout: Sendable {
     /// `format` and `nextInstanceKey`.
-    let meta: Database<String, [UInt8]>
+    package let meta: Database<String, [UInt8]>
     /// Instance id → the static part of its ``InstanceRecord``.
-    let instances: Database<String, [UInt8]>
+    package let instances: Database<String, [UInt8]>
     /// (instance key, sequence) → encoded ``LogEntry``; (instance key, UInt64.max) → the mutable
     /// part of its ``InstanceRecord``.
-    let log: Database<LogKey, [UInt8]>
+    package let log: Database<LogKey, [UInt8]>
     /// (instance key, sequence) → encoded ``Snapshot``.
-    let snapshots: Database<LogKey, [UInt8]>
+    package let snapshots: Database<LogKey, [UInt8]>
 
-    init(environment: Environment) throws(LMDBError) {
+    package init(environment: Environment) throws(LMDBError) {
         meta = try environment.database(named: "meta")
         instances = try environment.database(named: "instances")
         log = try environment.database(named: "log")

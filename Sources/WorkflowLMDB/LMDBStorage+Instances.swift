@@ -1,0 +1,138 @@
+import LMDB
+import WorkflowStorage
+
+extension LMDBStorage {
+    public func create(_ new: NewInstance) throws(StorageFailure) -> StoredInstance? {
+        guard new.entries.firstSequence == 1, !new.entries.isEmpty else {
+            throw failure(.invalidInput, "create", "a new instance's log starts at sequence 1 with at least one entry")
+        }
+        let layout = self.layout
+        return try call {
+            try environment.write { txn -> StoredInstance? in
+                if try txn.contains(new.id, in: layout.instances) { return nil }
+                let key = try txn.withValue(forKey: "nextInstanceKey", in: layout.meta) { try UInt64(lmdbBytes: $0) } ?? 1
+                try txn.put(withUnsafeBytes(of: (key + 1).bigEndian) { Array($0) }, forKey: "nextInstanceKey", in: layout.meta)
+                try new.entries.forEach { sequence, bytes in
+                    try txn.put(Array(bytes), forKey: LogKey(instance: key, sequence: sequence), in: layout.log)
+                }
+                let stored = StoredInstance(
+                    id: new.id, key: key, workflowType: new.workflowType, codec: new.codec, status: new.status, created: new.created,
+                    updated: new.created, lastSequence: new.entries.lastSequence, lastSnapshot: 0, claim: new.claim)
+                try txn.put(IndexRecord.encodedState(stored), forKey: IndexRecord.stateKey(key), in: layout.log)
+                try txn.put(IndexRecord.encodedStatic(stored), forKey: new.id, in: layout.instances)
+                return stored
+            }
+        }
+    }
+
+    public func instance(id: String) throws(StorageFailure) -> StoredInstance? {
+        try call { try environment.read { txn in try instance(id: id, txn) } }
+    }
+
+    /// The instance with this id as `txn` sees it; a missing or unreadable part is `.corrupted`.
+    func instance(id: String, _ txn: borrowing Transaction<some TransactionMode>) throws -> StoredInstance? {
+        guard let base = try txn.value(forKey: id, in: layout.instances, { IndexRecord.decodeStatic($0, id: id) }) else {
+            if try txn.contains(id, in: layout.instances) { throw damagedRecord(id) }
+            return nil
+        }
+        guard let stored = try txn.value(forKey: IndexRecord.stateKey(base.key), in: layout.log, { IndexRecord.withState(base, $0) }) else {
+            throw damagedRecord(id)
+        }
+        return stored
+    }
+
+    private func damagedRecord(_ id: String) -> StorageFailure {
+        failure(.corrupted, "read the index", "the index record of instance \(id) is missing or corrupt",
+                recovery: "Restore the store from a copy")
+    }
+
+    public func instances() throws(StorageFailure) -> [StoredInstance] {
+        try call {
+            try environment.read { txn in
+                var found: [StoredInstance] = []
+                try txn.forEach(in: layout.instances) { key, value in
+                    let id = try String(lmdbBytes: key)
+                    if let base = IndexRecord.decodeStatic(value, id: id),
+                       let stored = try txn.value(forKey: IndexRecord.stateKey(base.key), in: layout.log, { IndexRecord.withState(base, $0) }) {
+                        found.append(stored)
+                    }
+                    return true
+                }
+                return found
+            }
+        }
+    }
+
+    public func instanceIDs() throws(StorageFailure) -> [String] {
+        try call {
+            try environment.read { txn in
+                var ids: [String] = []
+                try txn.forEach(in: layout.instances) { key, _ in
+                    ids.append(try String(lmdbBytes: key))
+                    return true
+                }
+                return ids
+            }
+        }
+    }
+
+    public func claim(id: String, as claim: InstanceClaim, takingOverIf: (InstanceClaim) -> Bool) throws(StorageFailure) -> ClaimOutcome {
+        try update(id: id) { stored in
+            if !stored.claim.isNone, !takingOverIf(stored.claim) { return .held(by: stored.claim) }
+            stored.claim = claim
+            return .claimed(stored)
+        } ?? .notFound
+    }
+
+    public func release(id: String, claim: InstanceClaim) throws(StorageFailure) {
+        _ = try update(id: id) { stored -> Void? in
+            guard stored.claim == claim else { return nil }
+            stored.claim = .none
+            return ()
+        }
+    }
+
+    public func setStatus(id: String, to status: InstanceStatus, at time: Int64) throws(StorageFailure) -> StoredInstance? {
+        try update(id: id) { stored in
+            stored.status = status
+            stored.updated = time
+            return stored
+        }
+    }
+
+    /// Reads instance `id`'s record in a write transaction, lets `change` modify it and writes it
+    /// back unless `change` returns `nil`; `nil` when there is no such instance.
+    private func update<R>(id: String, _ change: (inout StoredInstance) -> R?) throws(StorageFailure) -> R? {
+        let layout = self.layout
+        return try call {
+            try environment.write { txn -> R? in
+                guard var stored = try instance(id: id, txn) else { return nil }
+                guard let result = change(&stored) else { return nil }
+                try txn.put(IndexRecord.encodedState(stored), forKey: IndexRecord.stateKey(stored.key), in: layout.log)
+                return result
+            }
+        }
+    }
+
+    public func delete(id: String) throws(StorageFailure) -> Bool {
+        let layout = self.layout
+        return try call {
+            try environment.write { txn -> Bool in
+                guard let key = try txn.value(forKey: id, in: layout.instances, { IndexRecord.decodeStatic($0, id: id)?.key }) else {
+                    return try txn.delete(id, in: layout.instances)
+                }
+                for database in [layout.log, layout.snapshots] {
+                    try txn.withCursor(on: database) { cursor in
+                        var entry = try cursor.seek(atLeast: LogKey(instance: key, sequence: 0))
+                        while let current = entry, try current.key(as: LogKey.self).instance == key {
+                            // Includes the index state at (key, UInt64.max).
+                            try cursor.deleteCurrent()
+                            entry = try cursor.current()
+                        }
+                    }
+                }
+                return try txn.delete(id, in: layout.instances)
+            }
+        }
+    }
+}

@@ -1,0 +1,180 @@
+import LMDB
+import WorkflowLocks
+import WorkflowStorage
+
+/// The embedded default backend: one LMDB environment (a directory with `data.mdb` and
+/// `lock.mdb`) shared by every process that opens it. Commits are LMDB write transactions
+/// (one writer at a time across processes); reads are MVCC snapshots that never block it.
+///
+/// Layout: `meta` (format, next instance key), `instances` (id → the static part of the index
+/// record), `log` ((instance key, sequence) → entry bytes, and (key, max) → the mutable part of
+/// the index record), `snapshots` ((key, sequence) → snapshot bytes); the signal subsystem keeps
+/// its databases in the same environment.
+public final class LMDBStorage: StorageBackend {
+    public let name = "LMDB"
+    public var location: String { environment.path }
+    public var isDurable: Bool { true }
+    public var isReadOnly: Bool { environment.configuration.readOnly }
+
+    /// The environment underneath (the signal subsystem shares it).
+    package let environment: Environment
+    package let layout: StoreLayout
+    /// Applies a signal delivery mark inside a commit's transaction: installed by the signal
+    /// subsystem when it opens on this store.
+    package let deliveryMarkWriter = Lock<(@Sendable (DeliveryMarkRecord, borrowing WriteTransaction) throws -> Void)?>(nil)
+    private let syncTask = Lock<Task<Void, Never>?>(nil)
+
+    /// The format this library writes (a newer one is refused, an older one migrated).
+    public static let formatVersion: UInt32 = 1
+
+    /// The declared, ordered upgrades from older formats (none yet: format 1 is the first).
+    static let migrations: [Migration] = []
+
+    /// A declared, named upgrade of the store format, applied in order at open.
+    struct Migration: Sendable {
+        let name: String
+        let from: UInt32
+        let apply: @Sendable (borrowing WriteTransaction, StoreLayout) throws -> Void
+    }
+
+    private init(environment: Environment, layout: StoreLayout) {
+        self.environment = environment
+        self.layout = layout
+    }
+
+    deinit {
+        syncTask.withLock { $0?.cancel() }
+    }
+
+    /// Opens (or creates) the store at `path`, checking its format. A path this process has open
+    /// already is shared with the same configuration, and is a `.busy` failure with another one.
+    public static func open(path: String, configuration: EnvironmentConfiguration = EnvironmentConfiguration()) throws(StorageFailure) -> LMDBStorage {
+        do {
+            let environment = try Environment.open(path: path, configuration: configuration)
+            // The format first: a newer store may have databases this version does not know.
+            let meta: Database<String, [UInt8]> = try environment.database(named: "meta")
+            try checkFormat(environment: environment, meta: meta, readOnly: configuration.readOnly)
+            return LMDBStorage(environment: environment, layout: try StoreLayout(environment: environment))
+        } catch let failure as StorageFailure {
+            throw failure
+        } catch let error as LMDBError where error.kind == .databaseNotFound {
+            throw StorageFailure(kind: .notAStore, backend: "LMDB", location: path, operation: "open",
+                                 detail: "the directory holds an LMDB environment that is not a workflow store", recovery: "Check the path",
+                                 underlying: error)
+        } catch let error as LMDBError {
+            throw error.storageFailure
+        } catch {
+            throw StorageFailure(kind: .other, backend: "LMDB", location: path, operation: "open", detail: "\(error)", recovery: "")
+        }
+    }
+
+    private static func checkFormat(environment: Environment, meta: Database<String, [UInt8]>, readOnly: Bool) throws {
+        let stored = try environment.read { txn in
+            try txn.withValue(forKey: "format", in: meta) { $0.count == 4 ? $0.loadUnaligned(as: UInt32.self).littleEndian : 0 }
+        }
+        func failure(_ kind: StorageFailure.Kind, _ detail: String, _ recovery: String) -> StorageFailure {
+            StorageFailure(kind: kind, backend: "LMDB", location: environment.path, operation: "open", detail: detail, recovery: recovery)
+        }
+        switch stored {
+        case nil:
+            guard !readOnly else { throw failure(.notFound, "the store has never been written", "Open it writable once") }
+            try environment.write { txn in
+                try txn.put(withUnsafeBytes(of: formatVersion.littleEndian) { Array($0) }, forKey: "format", in: meta)
+            }
+        case let version? where version > formatVersion:
+            throw failure(
+                .newerFormat,
+                "the store has format \(version), written by a newer version of this library (this one reads up to \(formatVersion))",
+                "Upgrade the library, or export the store with the newer version's wfctl and import it here")
+        case let version? where version < formatVersion:
+            guard !readOnly else {
+                throw failure(.incompatible, "the store has the older format \(version)", "Open it writable once to migrate it to format \(formatVersion)")
+            }
+            // Opened before the migrations' transaction: opening a database takes a write
+            // transaction of its own, which would wait forever inside another one.
+            let layout = try StoreLayout(environment: environment)
+            try environment.write { txn in
+                for migration in migrations where migration.from >= version { try migration.apply(txn, layout) }
+                try txn.put(withUnsafeBytes(of: formatVersion.littleEndian) { Array($0) }, forKey: "format", in: meta)
+            }
+        default:
+            break
+        }
+    }
+
+    /// Runs `body`, turning LMDB errors into storage failures.
+    func call<R>(_ body: () throws -> R) throws(StorageFailure) -> R {
+        do {
+            return try body()
+        } catch let failure as StorageFailure {
+            throw failure
+        } catch let error as LMDBError {
+            throw error.storageFailure
+        } catch {
+            throw StorageFailure(kind: .other, backend: name, location: location, operation: "call", detail: "\(error)", recovery: "")
+        }
+    }
+
+    func failure(_ kind: StorageFailure.Kind, _ operation: String, _ detail: String, recovery: String = "") -> StorageFailure {
+        StorageFailure(kind: kind, backend: name, location: location, operation: operation, detail: detail, recovery: recovery)
+    }
+
+    // MARK: Durability
+
+    public func sync() throws(StorageFailure) {
+        do { try environment.sync(force: true) } catch { throw error.storageFailure }
+    }
+
+    public func syncPeriodically(every interval: Duration) {
+        syncTask.withLock { task in
+            guard task == nil else { return }
+            let environment = self.environment
+            task = Task.detached {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: interval)
+                    try? environment.sync(force: true)
+                }
+            }
+        }
+    }
+
+    // MARK: Operations
+
+    public func statistics() throws(StorageFailure) -> StorageStatistics {
+        let info = environment.info()
+        return try call {
+            try environment.read { txn in
+                let instances = try txn.count(of: layout.instances)
+                return StorageStatistics(
+                    backend: name, formatVersion: Self.formatVersion, instances: instances,
+                    // The log also holds one index state record per instance.
+                    logEntries: try txn.count(of: layout.log) - instances, snapshots: try txn.count(of: layout.snapshots),
+                    capacityBytes: info.mapSize, usedBytes: info.usedBytes, readersInUse: info.readersInUse,
+                    maxReaders: info.maxReaders, lastTransactionID: info.lastTransactionID)
+            }
+        }
+    }
+
+    /// Reads every record of each named database, so that LMDB visits every page.
+    public func checkStructure(progress: (String) -> Void) -> [StoreDamage] {
+        var damage: [StoreDamage] = []
+        func walk<K: LMDBEncodable, V>(_ database: Database<K, V>, _ area: String) {
+            progress("reading every record of \(area)")
+            do {
+                try environment.read { txn in try txn.forEach(in: database) { _, _ in true } }
+            } catch {
+                damage.append(StoreDamage(area: area, instance: nil, sequence: nil, detail: "\(error)"))
+            }
+        }
+        walk(layout.meta, "meta")
+        walk(layout.instances, "instances")
+        walk(layout.log, "log")
+        walk(layout.snapshots, "snapshots")
+        return damage
+    }
+
+    /// A compact copy (LMDB files never shrink in place).
+    public func copy(to destination: String) throws(StorageFailure) {
+        do { try environment.copy(to: destination, compact: true) } catch { throw error.storageFailure }
+    }
+}

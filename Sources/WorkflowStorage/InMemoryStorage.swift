@@ -1,0 +1,198 @@
+import WorkflowLocks
+
+/// A store that lives in this process's memory: for tests and previews. **Not durable**: every
+/// instance, entry and snapshot is gone when the store is released or the process ends, and
+/// ``CommitDurability`` is ignored. It keeps every other promise of ``StorageBackend`` (atomic
+/// commits, claims, dense logs), as the contract suite checks.
+///
+/// Signal delivery marks are not supported yet: a commit carrying one fails with
+/// ``StorageFailure/Kind/invalidInput``.
+public final class InMemoryStorage: StorageBackend {
+    public let name = "memory"
+    public let location: String
+    public var isDurable: Bool { false }
+    public var isReadOnly: Bool { false }
+
+    private let state = Lock(Contents())
+
+    private struct Contents {
+        var nextKey: UInt64 = 1
+        var instances: [String: StoredInstance] = [:]
+        /// By instance key: entries in sequence order, from sequence 1.
+        var logs: [UInt64: [[UInt8]]] = [:]
+        var snapshots: [UInt64: [UInt64: [UInt8]]] = [:]
+    }
+
+    /// An empty store; `name` appears in messages as its location.
+    public init(name: String = "memory") {
+        self.location = name
+    }
+
+    public func create(_ new: NewInstance) throws(StorageFailure) -> StoredInstance? {
+        guard new.entries.firstSequence == 1, !new.entries.isEmpty else {
+            throw failure(.invalidInput, "create", "a new instance's log starts at sequence 1 with at least one entry")
+        }
+        return state.withLock { state -> StoredInstance? in
+            guard state.instances[new.id] == nil else { return nil }
+            let key = state.nextKey
+            state.nextKey += 1
+            var log: [[UInt8]] = []
+            new.entries.forEach { _, bytes in log.append(Array(bytes)) }
+            let stored = StoredInstance(
+                id: new.id, key: key, workflowType: new.workflowType, codec: new.codec, status: new.status, created: new.created,
+                updated: new.created, lastSequence: new.entries.lastSequence, lastSnapshot: 0, claim: new.claim)
+            state.instances[new.id] = stored
+            state.logs[key] = log
+            return stored
+        }
+    }
+
+    public func instance(id: String) throws(StorageFailure) -> StoredInstance? {
+        state.withLock { $0.instances[id] }
+    }
+
+    public func instances() throws(StorageFailure) -> [StoredInstance] {
+        state.withLock { $0.instances.values.sorted { $0.id < $1.id } }
+    }
+
+    public func instanceIDs() throws(StorageFailure) -> [String] {
+        state.withLock { $0.instances.keys.sorted() }
+    }
+
+    public func claim(id: String, as claim: InstanceClaim, takingOverIf: (InstanceClaim) -> Bool) throws(StorageFailure) -> ClaimOutcome {
+        state.withLock { state -> ClaimOutcome in
+            guard var stored = state.instances[id] else { return .notFound }
+            if !stored.claim.isNone, !takingOverIf(stored.claim) { return .held(by: stored.claim) }
+            stored.claim = claim
+            state.instances[id] = stored
+            return .claimed(stored)
+        }
+    }
+
+    public func release(id: String, claim: InstanceClaim) throws(StorageFailure) {
+        state.withLock { state in
+            guard var stored = state.instances[id], stored.claim == claim else { return }
+            stored.claim = .none
+            state.instances[id] = stored
+        }
+    }
+
+    public func setStatus(id: String, to status: InstanceStatus, at time: Int64) throws(StorageFailure) -> StoredInstance? {
+        state.withLock { state -> StoredInstance? in
+            guard var stored = state.instances[id] else { return nil }
+            stored.status = status
+            stored.updated = time
+            state.instances[id] = stored
+            return stored
+        }
+    }
+
+    public func delete(id: String) throws(StorageFailure) -> Bool {
+        state.withLock { state -> Bool in
+            guard let stored = state.instances.removeValue(forKey: id) else { return false }
+            state.logs[stored.key] = nil
+            state.snapshots[stored.key] = nil
+            return true
+        }
+    }
+
+    public func commit(_ request: CommitRequest) throws(StorageFailure) -> [CommitOutcome] {
+        if request.changes.contains(where: { !$0.deliveryMarks.isEmpty }) {
+            throw failure(.invalidInput, "commit", "signal delivery marks are not supported by the in-memory store yet",
+                          recovery: "Use an LMDB store for workflows that await durable signals")
+        }
+        return try state.withLock { (state) throws(StorageFailure) -> [CommitOutcome] in
+            // Checked in full before anything is changed: the commit is all or nothing.
+            var outcomes: [CommitOutcome] = []
+            for changes in request.changes {
+                guard let stored = state.instances[changes.id], stored.key == changes.key else {
+                    outcomes.append(.refused(current: nil))
+                    continue
+                }
+                guard stored.claim == changes.claim else {
+                    outcomes.append(.refused(current: stored.claim))
+                    continue
+                }
+                guard changes.entries.isEmpty || changes.entries.firstSequence == stored.lastSequence + 1 else {
+                    throw failure(.invalidInput, "commit",
+                                  "instance \(changes.id)'s entries start at \(changes.entries.firstSequence), after \(stored.lastSequence)")
+                }
+                outcomes.append(.committed(stored))
+            }
+            for (index, changes) in request.changes.enumerated() {
+                guard case .committed(var stored) = outcomes[index] else { continue }
+                changes.entries.forEach { _, bytes in state.logs[stored.key, default: []].append(Array(bytes)) }
+                for snapshot in changes.snapshots {
+                    state.snapshots[stored.key, default: [:]][snapshot.sequence] = snapshot.bytes
+                    stored.lastSnapshot = max(stored.lastSnapshot, snapshot.sequence)
+                }
+                if !changes.entries.isEmpty {
+                    stored.lastSequence = changes.entries.lastSequence
+                    stored.updated = changes.updated
+                }
+                state.instances[stored.id] = stored
+                outcomes[index] = .committed(stored)
+            }
+            return outcomes
+        }
+    }
+
+    public func sync() throws(StorageFailure) {}
+
+    public func syncPeriodically(every interval: Duration) {}
+
+    public func readEntries(
+        of key: UInt64, from: UInt64, through: UInt64, _ visit: (UInt64, UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        // Copied out, so that `visit` runs without the lock (it may call back into the store).
+        let entries = state.withLock { state -> ArraySlice<[UInt8]> in
+            guard let log = state.logs[key], from >= 1, from <= through, from <= UInt64(log.count) else { return [] }
+            return log[Int(from - 1)..<Int(min(through, UInt64(log.count)))]
+        }
+        var sequence = max(from, 1)
+        for entry in entries {
+            guard try entry.withUnsafeBytes({ try visit(sequence, $0) }) else { return }
+            sequence += 1
+        }
+    }
+
+    public func readSnapshots(of key: UInt64, atMost sequence: UInt64, _ visit: (UInt64, UnsafeRawBufferPointer) throws -> Bool) throws {
+        let found = state.withLock { state in
+            (state.snapshots[key] ?? [:]).filter { $0.key <= sequence }.sorted { $0.key > $1.key }
+        }
+        for (sequence, bytes) in found {
+            guard try bytes.withUnsafeBytes({ try visit(sequence, $0) }) else { return }
+        }
+    }
+
+    public func putSnapshot(id: String, sequence: UInt64, bytes: [UInt8]) throws(StorageFailure) {
+        try state.withLock { (state) throws(StorageFailure) in
+            guard var stored = state.instances[id] else {
+                throw failure(.notFound, "put snapshot", "no instance has the id \(id)")
+            }
+            state.snapshots[stored.key, default: [:]][sequence] = bytes
+            stored.lastSnapshot = max(stored.lastSnapshot, sequence)
+            state.instances[id] = stored
+        }
+    }
+
+    public func statistics() throws(StorageFailure) -> StorageStatistics {
+        state.withLock { state in
+            StorageStatistics(
+                backend: name, formatVersion: 1, instances: state.instances.count,
+                logEntries: state.logs.values.reduce(0) { $0 + $1.count },
+                snapshots: state.snapshots.values.reduce(0) { $0 + $1.count },
+                usedBytes: state.logs.values.reduce(0) { $0 + $1.reduce(0) { $0 + $1.count } })
+        }
+    }
+
+    public func checkStructure(progress: (String) -> Void) -> [StoreDamage] { [] }
+
+    public func copy(to destination: String) throws(StorageFailure) {
+        throw failure(.invalidInput, "copy", "an in-memory store has no files to copy", recovery: "Export its instances with `wfctl export` instead")
+    }
+
+    private func failure(_ kind: StorageFailure.Kind, _ operation: String, _ detail: String, recovery: String = "") -> StorageFailure {
+        StorageFailure(kind: kind, backend: name, location: location, operation: operation, detail: detail, recovery: recovery)
+    }
+}

@@ -1,0 +1,72 @@
+import DurableWorkflow
+import TestSupport
+import Testing
+import WorkflowLMDB
+import WorkflowStorage
+
+/// The backends the contract suite runs over: every one must pass every test.
+enum BackendKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case memory
+    case lmdb
+
+    var testDescription: String { rawValue }
+
+    /// A fresh, empty store of this kind (for LMDB, in a temporary directory the value keeps).
+    func make() throws -> FreshBackend {
+        switch self {
+        case .memory:
+            return FreshBackend(backend: InMemoryStorage(), directory: nil)
+        case .lmdb:
+            let directory = TemporaryDirectory("contract")
+            return FreshBackend(backend: try LMDBStorage.open(path: directory.path), directory: directory)
+        }
+    }
+}
+
+/// A backend under test, with what must live as long as it.
+struct FreshBackend {
+    let backend: any StorageBackend
+    let directory: TemporaryDirectory?
+
+    var store: WorkflowStore { WorkflowStore(backend: backend) }
+}
+
+/// Helpers that build storage values for the contract tests.
+enum Records {
+    /// Records `first...last`, each `"entry <sequence>"` as bytes.
+    static func range(_ first: UInt64, _ last: UInt64) -> LogRecords {
+        var records = LogRecords(firstSequence: first)
+        for sequence in first...last { records.append(Array("entry \(sequence)".utf8)) }
+        return records
+    }
+
+    static func new(_ id: String, entries: UInt64 = 1, claim: InstanceClaim = .none, created: Int64 = 1_000) -> NewInstance {
+        NewInstance(id: id, workflowType: "Test.Flow", codec: "binary", status: .running, created: created, claim: claim,
+                    entries: range(1, entries))
+    }
+
+    static let hostA = InstanceClaim(pid: 101, processStart: 7, token: 1)
+    static let hostB = InstanceClaim(pid: 202, processStart: 9, token: 2)
+}
+
+extension StorageBackend {
+    /// The stored entries of `key` from `from` through `through`, as strings.
+    func texts(_ key: UInt64, from: UInt64 = 1, through: UInt64 = .max) throws -> [String] {
+        var found: [String] = []
+        try readEntries(of: key, from: from, through: through) { sequence, bytes in
+            found.append("\(sequence):" + String(decoding: bytes, as: UTF8.self))
+            return true
+        }
+        return found
+    }
+
+    /// The sequences of the stored snapshots of `key` at or below `sequence`, newest first.
+    func snapshotSequences(_ key: UInt64, atMost sequence: UInt64 = .max) throws -> [UInt64] {
+        var found: [UInt64] = []
+        try readSnapshots(of: key, atMost: sequence) { sequence, _ in
+            found.append(sequence)
+            return true
+        }
+        return found
+    }
+}

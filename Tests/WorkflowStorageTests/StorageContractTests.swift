@@ -1,0 +1,251 @@
+import Testing
+import WorkflowStorage
+
+/// What every ``StorageBackend`` promises, checked through the protocol alone.
+@Suite("Storage contract: instances, claims, commits, reads, snapshots (every backend)")
+struct StorageContractTests {
+    @Test("a new instance holds its first entries, its key and its fields; a taken id is refused", arguments: BackendKind.allCases)
+    func createAndRead(kind: BackendKind) throws {
+        let fresh = try kind.make(), backend = fresh.backend
+        let created = try #require(try backend.create(Records.new("order-1", entries: 3, claim: Records.hostA)))
+        #expect(created.id == "order-1" && created.workflowType == "Test.Flow" && created.codec == "binary")
+        #expect(created.status == .running && created.created == 1_000 && created.updated == 1_000)
+        #expect(created.lastSequence == 3 && created.lastSnapshot == 0 && created.claim == Records.hostA)
+        #expect(try backend.instance(id: "order-1") == created)
+        #expect(try backend.texts(created.key) == ["1:entry 1", "2:entry 2", "3:entry 3"])
+        #expect(try backend.create(Records.new("order-1")) == nil)
+        let other = try #require(try backend.create(Records.new("order-2")))
+        #expect(other.key != created.key)
+        #expect(try backend.instance(id: "missing") == nil)
+    }
+
+    @Test("a new instance's log must start at sequence 1", arguments: BackendKind.allCases)
+    func createNeedsFirstSequence(kind: BackendKind) throws {
+        let fresh = try kind.make()
+        var new = Records.new("x")
+        new.entries = Records.range(2, 3)
+        expect(failsWith: .invalidInput) { try fresh.backend.create(new) }
+        #expect(try fresh.backend.instance(id: "x") == nil)
+    }
+
+    @Test("instances and their ids are listed in id order", arguments: BackendKind.allCases)
+    func listing(kind: BackendKind) throws {
+        let fresh = try kind.make()
+        for id in ["c", "a", "b"] { _ = try fresh.backend.create(Records.new(id)) }
+        #expect(try fresh.backend.instances().map(\.id) == ["a", "b", "c"])
+        #expect(try fresh.backend.instanceIDs() == ["a", "b", "c"])
+    }
+
+    @Test("a claim is given when the instance is free or its holder may be taken over, and refused otherwise", arguments: BackendKind.allCases)
+    func claims(kind: BackendKind) throws {
+        let backend = try kind.make().backend
+        _ = try backend.create(Records.new("i"))
+        guard case .claimed(let first) = try backend.claim(id: "i", as: Records.hostA, takingOverIf: { _ in false }) else {
+            Issue.record("a free instance must be given")
+            return
+        }
+        #expect(first.claim == Records.hostA)
+        #expect(try backend.claim(id: "i", as: Records.hostB, takingOverIf: { _ in false }) == .held(by: Records.hostA))
+        var asked: [InstanceClaim] = []
+        let taken = try backend.claim(id: "i", as: Records.hostB, takingOverIf: { asked.append($0); return true })
+        #expect(asked == [Records.hostA])
+        #expect(try backend.instance(id: "i")?.claim == Records.hostB)
+        guard case .claimed = taken else {
+            Issue.record("a holder the caller lets go of is taken over")
+            return
+        }
+        #expect(try backend.claim(id: "nobody", as: Records.hostA, takingOverIf: { _ in true }) == .notFound)
+    }
+
+    @Test("release clears only the claim that holds the instance", arguments: BackendKind.allCases)
+    func release(kind: BackendKind) throws {
+        let backend = try kind.make().backend
+        _ = try backend.create(Records.new("i", claim: Records.hostA))
+        try backend.release(id: "i", claim: Records.hostB)
+        #expect(try backend.instance(id: "i")?.claim == Records.hostA)
+        try backend.release(id: "i", claim: Records.hostA)
+        #expect(try backend.instance(id: "i")?.claim == InstanceClaim.none)
+        try backend.release(id: "missing", claim: Records.hostA)
+    }
+
+    @Test("a commit appends entries and snapshots and updates the index; reads return exactly the bytes", arguments: BackendKind.allCases)
+    func commitAppends(kind: BackendKind) throws {
+        let backend = try kind.make().backend
+        let created = try #require(try backend.create(Records.new("i", claim: Records.hostA)))
+        var changes = InstanceChanges(id: "i", key: created.key, claim: Records.hostA, entries: Records.range(2, 5), updated: 5_000)
+        changes.snapshots = [(sequence: 4, bytes: [4, 4])]
+        let outcomes = try backend.commit(CommitRequest(durability: .synced, changes: [changes]))
+        guard case .committed(let stored)? = outcomes.first, outcomes.count == 1 else {
+            Issue.record("expected one committed outcome, got \(outcomes)")
+            return
+        }
+        #expect(stored.lastSequence == 5 && stored.updated == 5_000 && stored.lastSnapshot == 4 && stored.claim == Records.hostA)
+        #expect(try backend.instance(id: "i") == stored)
+        #expect(try backend.texts(created.key, from: 2, through: 4) == ["2:entry 2", "3:entry 3", "4:entry 4"])
+        #expect(try backend.texts(created.key).count == 5)
+        #expect(try backend.snapshotSequences(created.key) == [4])
+        // A visit that returns false ends the read.
+        var visited = 0
+        try backend.readEntries(of: created.key, from: 1, through: 5) { _, _ in
+            visited += 1
+            return visited < 2
+        }
+        #expect(visited == 2)
+    }
+
+    @Test("one commit carries many instances; one whose claim is not the stored one is refused alone, with nothing written", arguments: BackendKind.allCases)
+    func commitRefusesStaleClaim(kind: BackendKind) throws {
+        let backend = try kind.make().backend
+        let a = try #require(try backend.create(Records.new("a", claim: Records.hostA)))
+        let b = try #require(try backend.create(Records.new("b", claim: Records.hostB)))
+        let outcomes = try backend.commit(CommitRequest(durability: .synced, changes: [
+            InstanceChanges(id: "a", key: a.key, claim: Records.hostA, entries: Records.range(2, 3), updated: 2),
+            // Made under host A's claim, but host B holds the instance.
+            InstanceChanges(id: "b", key: b.key, claim: Records.hostA, entries: Records.range(2, 3), updated: 2),
+        ]))
+        #expect(outcomes.count == 2)
+        if case .committed(let stored) = outcomes[0] { #expect(stored.lastSequence == 3) } else { Issue.record("a must commit") }
+        #expect(outcomes[1] == .refused(current: Records.hostB))
+        #expect(try backend.texts(b.key) == ["1:entry 1"])
+        #expect(try backend.instance(id: "b")?.lastSequence == 1)
+        #expect(try backend.texts(a.key).count == 3)
+    }
+
+    @Test("a commit whose entries leave a gap fails as a whole: no instance in it is written", arguments: BackendKind.allCases)
+    func commitIsAtomic(kind: BackendKind) throws {
+        let backend = try kind.make().backend
+        let a = try #require(try backend.create(Records.new("a", claim: Records.hostA)))
+        let b = try #require(try backend.create(Records.new("b", claim: Records.hostA)))
+        expect(failsWith: .invalidInput) {
+            try backend.commit(CommitRequest(durability: .synced, changes: [
+                InstanceChanges(id: "a", key: a.key, claim: Records.hostA, entries: Records.range(2, 2), updated: 2),
+                InstanceChanges(id: "b", key: b.key, claim: Records.hostA, entries: Records.range(3, 4), updated: 2),
+            ]))
+        }
+        #expect(try backend.texts(a.key) == ["1:entry 1"])
+        #expect(try backend.instance(id: "a")?.lastSequence == 1)
+        #expect(try backend.texts(b.key) == ["1:entry 1"])
+    }
+
+    @Test("a commit to a deleted instance is refused with no current claim", arguments: BackendKind.allCases)
+    func commitToDeleted(kind: BackendKind) throws {
+        let backend = try kind.make().backend
+        let a = try #require(try backend.create(Records.new("a", claim: Records.hostA)))
+        #expect(try backend.delete(id: "a"))
+        let outcomes = try backend.commit(CommitRequest(durability: .synced, changes: [
+            InstanceChanges(id: "a", key: a.key, claim: Records.hostA, entries: Records.range(2, 2), updated: 2)
+        ]))
+        #expect(outcomes == [.refused(current: nil)])
+        #expect(try backend.instance(id: "a") == nil)
+    }
+
+    @Test("processCrashSafe commits are readable at once and made durable by sync", arguments: BackendKind.allCases)
+    func durabilityModes(kind: BackendKind) throws {
+        let backend = try kind.make().backend
+        let a = try #require(try backend.create(Records.new("a", claim: Records.hostA)))
+        for (index, durability) in [CommitDurability.processCrashSafe, .synced].enumerated() {
+            let sequence = UInt64(index + 2)
+            _ = try backend.commit(CommitRequest(durability: durability, changes: [
+                InstanceChanges(id: "a", key: a.key, claim: Records.hostA, entries: Records.range(sequence, sequence), updated: 2)
+            ]))
+        }
+        backend.syncPeriodically(every: .milliseconds(50))
+        try backend.sync()
+        #expect(try backend.texts(a.key) == ["1:entry 1", "2:entry 2", "3:entry 3"])
+    }
+
+    @Test("snapshots are read newest first at or below a sequence; a tool's snapshot raises lastSnapshot only when newer", arguments: BackendKind.allCases)
+    func snapshots(kind: BackendKind) throws {
+        let backend = try kind.make().backend
+        let a = try #require(try backend.create(Records.new("a", entries: 1, claim: Records.hostA)))
+        var changes = InstanceChanges(id: "a", key: a.key, claim: Records.hostA, entries: Records.range(2, 30), updated: 2)
+        changes.snapshots = [(10, [1]), (20, [2])]
+        _ = try backend.commit(CommitRequest(durability: .synced, changes: [changes]))
+        // Another instance's snapshots are never visited.
+        let b = try #require(try backend.create(Records.new("b", claim: Records.hostA)))
+        try backend.putSnapshot(id: "b", sequence: 1, bytes: [9])
+        #expect(try backend.snapshotSequences(a.key) == [20, 10])
+        #expect(try backend.snapshotSequences(a.key, atMost: 19) == [10])
+        #expect(try backend.snapshotSequences(a.key, atMost: 9) == [])
+        try backend.putSnapshot(id: "a", sequence: 15, bytes: [3])
+        #expect(try backend.instance(id: "a")?.lastSnapshot == 20)
+        try backend.putSnapshot(id: "a", sequence: 30, bytes: [4])
+        #expect(try backend.instance(id: "a")?.lastSnapshot == 30)
+        #expect(try backend.snapshotSequences(a.key) == [30, 20, 15, 10])
+        #expect(try backend.snapshotSequences(b.key) == [1])
+        expect(failsWith: .notFound) { try backend.putSnapshot(id: "missing", sequence: 1, bytes: []) }
+    }
+
+    @Test("status changes keep the log and the claim", arguments: BackendKind.allCases)
+    func status(kind: BackendKind) throws {
+        let backend = try kind.make().backend
+        _ = try backend.create(Records.new("a", entries: 4, claim: Records.hostA))
+        let updated = try #require(try backend.setStatus(id: "a", to: .completed, at: 9_000))
+        #expect(updated.status == .completed && updated.updated == 9_000 && updated.lastSequence == 4 && updated.claim == Records.hostA)
+        #expect(try backend.instance(id: "a") == updated)
+        #expect(try backend.setStatus(id: "missing", to: .failed, at: 1) == nil)
+    }
+
+    @Test("delete removes an instance's index record, log and snapshots, and nothing of another", arguments: BackendKind.allCases)
+    func delete(kind: BackendKind) throws {
+        let backend = try kind.make().backend
+        let a = try #require(try backend.create(Records.new("a", entries: 3)))
+        let b = try #require(try backend.create(Records.new("b", entries: 2)))
+        try backend.putSnapshot(id: "a", sequence: 2, bytes: [1])
+        try backend.putSnapshot(id: "b", sequence: 2, bytes: [1])
+        #expect(try backend.delete(id: "a"))
+        #expect(try backend.delete(id: "a") == false)
+        #expect(try backend.instance(id: "a") == nil)
+        #expect(try backend.texts(a.key) == [])
+        #expect(try backend.snapshotSequences(a.key) == [])
+        #expect(try backend.texts(b.key) == ["1:entry 1", "2:entry 2"])
+        #expect(try backend.snapshotSequences(b.key) == [2])
+        #expect(try backend.instanceIDs() == ["b"])
+    }
+
+    @Test("statistics count instances, entries and snapshots; a structure check of an intact store finds nothing", arguments: BackendKind.allCases)
+    func statistics(kind: BackendKind) throws {
+        let backend = try kind.make().backend
+        _ = try backend.create(Records.new("a", entries: 3))
+        _ = try backend.create(Records.new("b", entries: 2))
+        try backend.putSnapshot(id: "b", sequence: 2, bytes: [1])
+        let statistics = try backend.statistics()
+        #expect(statistics.backend == backend.name)
+        #expect(statistics.instances == 2 && statistics.logEntries == 5 && statistics.snapshots == 1)
+        #expect(backend.checkStructure(progress: { _ in }).isEmpty)
+    }
+
+    @Test("commits from many threads at once each land whole, in order per instance", arguments: BackendKind.allCases)
+    func concurrentCommits(kind: BackendKind) async throws {
+        let fresh = try kind.make()
+        let backend = fresh.backend
+        var keys: [UInt64] = []
+        for index in 0..<8 { keys.append(try #require(try backend.create(Records.new("i\(index)", claim: Records.hostA))).key) }
+        await withTaskGroup(of: Void.self) { group in
+            for (index, key) in keys.enumerated() {
+                group.addTask {
+                    for sequence in UInt64(2)...51 {
+                        _ = try? backend.commit(CommitRequest(durability: .processCrashSafe, changes: [
+                            InstanceChanges(id: "i\(index)", key: key, claim: Records.hostA, entries: Records.range(sequence, sequence), updated: 1)
+                        ]))
+                    }
+                }
+            }
+        }
+        for key in keys {
+            #expect(try backend.texts(key) == (1...51).map { "\($0):entry \($0)" })
+        }
+    }
+}
+
+/// Expects `body` to throw a ``StorageFailure`` of `kind`.
+func expect(failsWith kind: StorageFailure.Kind, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> some Any) {
+    do {
+        _ = try body()
+        Issue.record("expected a \(kind) failure, nothing was thrown", sourceLocation: sourceLocation)
+    } catch let failure as StorageFailure {
+        #expect(failure.kind == kind, "\(failure)", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("expected a StorageFailure, got \(error)", sourceLocation: sourceLocation)
+    }
+}
