@@ -83,7 +83,7 @@ let package = Package(
         // The storage contract, run over every backend.
         .testTarget(
             name: "WorkflowStorageTests",
-            dependencies: ["WorkflowStorage", "WorkflowLMDB", "DurableWorkflow", "Workflow", "TestSupport", "TestWorkflows"]
+            dependencies: ["WorkflowStorage", "WorkflowLMDB", "LMDB", "DurableWorkflow", "Workflow", "TestSupport", "TestWorkflows"]
         ),
         .testTarget(name: "WorkflowLocksTests", dependencies: ["WorkflowLocks"]),
         .testTarget(

@@ -1,6 +1,5 @@
 import Foundation
 import Workflow
-import WorkflowStorage
 
 /// One entry of an instance's log (rule D1): what was applied, to which node, when, from where,
 /// and optionally a digest of the whole tree's state after it (rule D4).

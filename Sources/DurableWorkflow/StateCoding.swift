@@ -1,5 +1,4 @@
 import Workflow
-import WorkflowStorage
 
 /// Encodes and decodes values known only at run time to be `Codable` (node states, props).
 enum StateCoding {

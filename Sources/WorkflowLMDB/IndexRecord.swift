@@ -1,72 +1,93 @@
 import WorkflowStorage
 
-/// How an instance's index record is laid out in an LMDB store. It is kept in two places so that
-/// a log commit touches one B-tree: the static part (key, type, created, codec) under the id in
-/// `instances`, written once; the mutable part (status, updated, last sequence, last snapshot,
-/// claim) in `log` under ``stateKey(_:)``, after every entry of the instance, on the page its
-/// commits write anyway.
+/// How an instance's index record is laid out in an LMDB store: the static part (key, type,
+/// created, codec) under the id in `instances`, written once; the mutable part (status, updated,
+/// last sequence, last snapshot, claim, and where its entries in the journal start) under the
+/// instance's key in `state`, rewritten by every commit. (Format 1 kept the mutable part in
+/// `log`, after the instance's entries, at sequence `UInt64.max`.)
 enum IndexRecord {
-    /// Where the mutable part of instance `key` lives in the log.
-    static func stateKey(_ key: UInt64) -> LogKey { LogKey(instance: key, sequence: .max) }
+    /// The sequence at which format 1 kept the mutable part in `log`.
+    static let formatOneStateSequence = UInt64.max
 
     static func encodedStatic(_ instance: StoredInstance) -> [UInt8] {
-        var writer = ByteWriter()
-        writer.write(UInt8(2))
-        writer.write(instance.key)
-        writer.write(instance.created)
-        writer.write(instance.workflowType)
-        writer.write(instance.codec)
-        return writer.bytes
+        var bytes: [UInt8] = [2]
+        append(instance.key, to: &bytes)
+        append(instance.created, to: &bytes)
+        append(instance.workflowType, to: &bytes)
+        append(instance.codec, to: &bytes)
+        return bytes
     }
 
-    static func encodedState(_ instance: StoredInstance) -> [UInt8] {
-        var writer = ByteWriter()
-        writer.write(UInt8(1))
-        writer.write(UInt8(InstanceStatus.allCases.firstIndex(of: instance.status)!))
-        writer.write(instance.updated)
-        writer.write(instance.lastSequence)
-        writer.write(instance.lastSnapshot)
-        writer.write(instance.claim.pid)
-        writer.write(instance.claim.processStart)
-        writer.write(instance.claim.token)
-        return writer.bytes
+    /// The mutable part; `journaledFrom` is the first sequence of the instance in the journal,
+    /// 0 when it has none there.
+    static func encodedState(_ instance: StoredInstance, journaledFrom: UInt64) -> [UInt8] {
+        var bytes: [UInt8] = [2, UInt8(InstanceStatus.allCases.firstIndex(of: instance.status)!)]
+        append(instance.updated, to: &bytes)
+        append(instance.lastSequence, to: &bytes)
+        append(instance.lastSnapshot, to: &bytes)
+        append(instance.claim.pid, to: &bytes)
+        append(instance.claim.processStart, to: &bytes)
+        append(instance.claim.token, to: &bytes)
+        append(journaledFrom, to: &bytes)
+        return bytes
     }
 
     /// The static part of instance `id`; the mutable fields are zero until ``withState(_:_:)``
     /// fills them. Version 1 (before codecs were recorded) was always written with JSON.
     static func decodeStatic(_ bytes: UnsafeRawBufferPointer, id: String) -> StoredInstance? {
-        var reader = ByteReader(bytes)
-        do {
-            let version = try reader.read(UInt8.self)
-            guard version == 1 || version == 2 else { return nil }
-            let key = try reader.read(UInt64.self)
-            let created = try reader.read(Int64.self)
-            let type = try reader.readString()
-            let codec = version >= 2 ? try reader.readString() : "json"
-            return StoredInstance(id: id, key: key, workflowType: type, codec: codec, status: .running, created: created, updated: created,
-                                  lastSequence: 0, lastSnapshot: 0, claim: .none)
-        } catch {
-            return nil
-        }
+        var fields = Fields(bytes: bytes)
+        guard let version = fields.next(UInt8.self), version == 1 || version == 2,
+              let key = fields.next(UInt64.self), let created = fields.next(Int64.self), let type = fields.nextString(),
+              let codec = version >= 2 ? fields.nextString() : "json" else { return nil }
+        return StoredInstance(id: id, key: key, workflowType: type, codec: codec, status: .running, created: created, updated: created,
+                              lastSequence: 0, lastSnapshot: 0, claim: .none)
     }
 
-    /// `instance` with the mutable part decoded from `bytes`, or `nil` when they are corrupt.
-    static func withState(_ instance: StoredInstance, _ bytes: UnsafeRawBufferPointer) -> StoredInstance? {
-        var reader = ByteReader(bytes)
-        do {
-            guard try reader.read(UInt8.self) == 1 else { return nil }
-            let statusIndex = Int(try reader.read(UInt8.self))
-            guard statusIndex < InstanceStatus.allCases.count else { return nil }
-            var copy = instance
-            copy.status = InstanceStatus.allCases[statusIndex]
-            copy.updated = try reader.read(Int64.self)
-            copy.lastSequence = try reader.read(UInt64.self)
-            copy.lastSnapshot = try reader.read(UInt64.self)
-            copy.claim = InstanceClaim(
-                pid: try reader.read(Int32.self), processStart: try reader.read(UInt64.self), token: try reader.read(UInt64.self))
-            return copy
-        } catch {
+    /// `instance` with the mutable part decoded from `bytes` (version 1 or 2), and the first
+    /// sequence of the instance in the journal; `nil` when the bytes are corrupt.
+    static func withState(_ instance: StoredInstance, _ bytes: UnsafeRawBufferPointer) -> (instance: StoredInstance, journaledFrom: UInt64)? {
+        var fields = Fields(bytes: bytes)
+        guard let version = fields.next(UInt8.self), version == 1 || version == 2, let statusIndex = fields.next(UInt8.self), Int(statusIndex) < InstanceStatus.allCases.count,
+              let updated = fields.next(Int64.self), let lastSequence = fields.next(UInt64.self), let lastSnapshot = fields.next(UInt64.self),
+              let pid = fields.next(Int32.self), let processStart = fields.next(UInt64.self), let token = fields.next(UInt64.self),
+              let journaledFrom = version == 2 ? fields.next(UInt64.self) : 0 else {
             return nil
+        }
+        var copy = instance
+        copy.status = InstanceStatus.allCases[Int(statusIndex)]
+        copy.updated = updated
+        copy.lastSequence = lastSequence
+        copy.lastSnapshot = lastSnapshot
+        copy.claim = InstanceClaim(pid: pid, processStart: processStart, token: token)
+        return (copy, journaledFrom)
+    }
+
+    /// Little-endian integers; strings as a 32-bit length and UTF-8.
+    private static func append(_ value: some FixedWidthInteger, to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    private static func append(_ text: String, to bytes: inout [UInt8]) {
+        let utf8 = Array(text.utf8)
+        append(UInt32(utf8.count), to: &bytes)
+        bytes.append(contentsOf: utf8)
+    }
+
+    /// Reads the fields ``append`` wrote, one after another; `nil` once the bytes run out.
+    private struct Fields {
+        let bytes: UnsafeRawBufferPointer
+        var offset = 0
+
+        mutating func next<T: FixedWidthInteger>(_ type: T.Type) -> T? {
+            guard bytes.count - offset >= MemoryLayout<T>.size else { return nil }
+            defer { offset += MemoryLayout<T>.size }
+            return T(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: T.self))
+        }
+
+        mutating func nextString() -> String? {
+            guard let count = next(UInt32.self).map(Int.init), bytes.count - offset >= count else { return nil }
+            defer { offset += count }
+            return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)]), as: UTF8.self)
         }
     }
 }

@@ -2,19 +2,29 @@ import LMDB
 import WorkflowStorage
 
 extension LMDBStorage {
+    /// How many instances a commit must carry for their entries to go to the journal: below it,
+    /// each instance's entries go straight to its range of `log` (for one instance, a write to
+    /// the end of its range costs no more than one to the journal's end, and is not copied later).
+    package static let journalFanIn = 4
+    /// How many entries the journal holds before a commit moves them all into `log`.
+    package static let checkpointEntries = 32_768
+
     public func commit(_ request: CommitRequest) throws(StorageFailure) -> [CommitOutcome] {
         let durability: EnvironmentConfiguration.Durability? = request.durability == .processCrashSafe ? .noSync : nil
         let markWriter = deliveryMarkWriter.withLock { $0 }
         if markWriter == nil, request.changes.contains(where: { !$0.deliveryMarks.isEmpty }) {
             throw failure(.invalidInput, "commit", "the commit carries signal delivery marks, and no signal center is open on the store")
         }
+        let journaled = request.changes.count >= Self.journalFanIn
         return try call {
             try environment.write(durability: durability) { txn in
                 var outcomes: [CommitOutcome] = []
                 outcomes.reserveCapacity(request.changes.count)
+                var journal = try JournalAppender(txn, layout: layout)
                 for changes in request.changes {
-                    outcomes.append(try write(changes, markWriter: markWriter, in: txn))
+                    outcomes.append(try write(changes, journaled: journaled, journal: &journal, markWriter: markWriter, in: txn))
                 }
+                if journal.appended > 0, try txn.count(of: layout.journal) >= Self.checkpointEntries { try checkpoint(txn) }
                 return outcomes
             }
         }
@@ -23,15 +33,16 @@ extension LMDBStorage {
     /// Writes one instance's changes; a refusal is found before anything of them is written.
     /// (A transaction that grows the map runs again from the start, so this starts afresh.)
     private func write(
-        _ changes: InstanceChanges, markWriter: (@Sendable (DeliveryMarkRecord, borrowing WriteTransaction) throws -> Void)?,
-        in txn: borrowing WriteTransaction
+        _ changes: InstanceChanges, journaled: Bool, journal: inout JournalAppender,
+        markWriter: (@Sendable (DeliveryMarkRecord, borrowing WriteTransaction) throws -> Void)?, in txn: borrowing WriteTransaction
     ) throws -> CommitOutcome {
-        let key = changes.key, stateKey = IndexRecord.stateKey(key)
+        let key = changes.key
         guard let base = try txn.value(forKey: changes.id, in: layout.instances, { IndexRecord.decodeStatic($0, id: changes.id) }),
               base.key == key,
-              var stored = try txn.value(forKey: stateKey, in: layout.log, { IndexRecord.withState(base, $0) }) else {
+              let found = try txn.value(forKey: key, in: layout.state, { IndexRecord.withState(base, $0) }) else {
             return .refused(current: nil)
         }
+        var stored = found.instance, journaledFrom = found.journaledFrom
         guard stored.claim == changes.claim else { return .refused(current: stored.claim) }
         let entries = changes.entries
         if !entries.isEmpty {
@@ -41,39 +52,42 @@ extension LMDBStorage {
             }
             stored.lastSequence = entries.lastSequence
             stored.updated = changes.updated
+            // An instance with entries in the journal keeps adding there, so that its entries in
+            // `log` always come before those in the journal.
+            if journaled || journaledFrom > 0 {
+                if journaledFrom == 0 { journaledFrom = entries.firstSequence }
+                try journal.append(entries, of: key, txn)
+            } else {
+                try appendToLog(entries, of: key, txn)
+            }
         }
-        for snapshot in changes.snapshots { stored.lastSnapshot = max(stored.lastSnapshot, snapshot.sequence) }
-        // One cursor for every entry: consecutive keys mostly land on the page it stands on.
+        for snapshot in changes.snapshots {
+            stored.lastSnapshot = max(stored.lastSnapshot, snapshot.sequence)
+            try txn.put(snapshot.bytes, forKey: LogKey(instance: key, sequence: snapshot.sequence), in: layout.snapshots)
+        }
+        try txn.put(IndexRecord.encodedState(stored, journaledFrom: journaledFrom), forKey: key, in: layout.state)
+        if let markWriter {
+            for mark in changes.deliveryMarks { try markWriter(mark, txn) }
+        }
+        return .committed(stored)
+    }
+
+    /// Writes `entries` into the instance's range of `log` through one cursor: appended
+    /// (`MDB_APPEND`: no search from the root, and a full last page is not split in half) while
+    /// nothing follows them, as for the newest instance; else inserted.
+    private func appendToLog(_ entries: LogRecords, of key: UInt64, _ txn: borrowing WriteTransaction) throws {
         try txn.withCursor(on: layout.log) { cursor in
-            // The newest instance's index state is the last key of the log: it is lifted off
-            // and put back after the new entries, so that each lands after the last key of its
-            // page. (Inserted before a key that stays last, each entry that fills a page would
-            // make LMDB split it in half, and the log's pages would stay half empty.)
-            var atEnd = try cursor.last().map { try $0.key(as: LogKey.self) == stateKey } ?? false
-            if atEnd { try cursor.deleteCurrent() }
+            var atEnd = true
             try entries.forEach { sequence, bytes in
                 var keyBytes = LogKey.bytes(instance: key, sequence: sequence)
                 let space = try withUnsafeBytes(of: &keyBytes) { keyBytes throws(LMDBError) in
-                    // Appended (`MDB_APPEND`: no search from the root) while nothing follows the
-                    // instance's entries; an append that finds a later key clears `atEnd`.
                     if atEnd, let space = try cursor.reserve(bytes.count, forKeyBytes: keyBytes, append: true) { return space }
                     atEnd = false
                     return try cursor.reserve(bytes.count, forKeyBytes: keyBytes, append: false)!
                 }
                 space.copyMemory(from: bytes)
             }
-            let state = IndexRecord.encodedState(stored)
-            let fill = { (target: UnsafeMutableRawBufferPointer) in state.withUnsafeBytes { target.copyMemory(from: $0) } }
-            if atEnd, try cursor.reserveAtEnd(state.count, forKey: stateKey, fill) { return }
-            try cursor.reserve(state.count, forKey: stateKey, fill)
         }
-        for snapshot in changes.snapshots {
-            try txn.put(snapshot.bytes, forKey: LogKey(instance: key, sequence: snapshot.sequence), in: layout.snapshots)
-        }
-        if let markWriter {
-            for mark in changes.deliveryMarks { try markWriter(mark, txn) }
-        }
-        return .committed(stored)
     }
 
     // MARK: Reads
@@ -81,15 +95,22 @@ extension LMDBStorage {
     public func readEntries(
         of key: UInt64, from: UInt64, through: UInt64, _ visit: (UInt64, UnsafeRawBufferPointer) throws -> Bool
     ) throws {
-        // The index state record sits after every entry, at sequence UInt64.max.
-        let through = min(through, .max - 1)
         guard from <= through else { return }
         do {
             try environment.read { txn in
+                // The entries in `log` come first, then (from `journaledFrom` on) those in the journal.
+                let journaledFrom = try txn.value(forKey: key, in: layout.state) { bytes in
+                    IndexRecord.withState(StoredInstance.placeholder, bytes)?.journaledFrom
+                } ?? 0
+                var going = true
                 try txn.forEach(in: layout.log, from: LogKey(instance: key, sequence: from)) { keyBytes, value in
                     let logKey = try LogKey(lmdbBytes: keyBytes)
                     guard logKey.instance == key, logKey.sequence <= through else { return false }
-                    return try visit(logKey.sequence, value)
+                    going = try visit(logKey.sequence, value)
+                    return going
+                }
+                if going, journaledFrom > 0, through >= journaledFrom {
+                    try visitJournaled(instance: key, from: from, through: through, txn, visit)
                 }
             }
         } catch let error as LMDBError {
@@ -115,13 +136,20 @@ extension LMDBStorage {
         let layout = self.layout
         try call {
             try environment.write { txn in
-                guard var stored = try instance(id: id, txn) else {
+                guard let found = try indexed(id: id, txn) else {
                     throw failure(.notFound, "put snapshot", "no instance has the id \(id)")
                 }
+                var stored = found.instance
                 try txn.put(bytes, forKey: LogKey(instance: stored.key, sequence: sequence), in: layout.snapshots)
                 stored.lastSnapshot = max(stored.lastSnapshot, sequence)
-                try txn.put(IndexRecord.encodedState(stored), forKey: IndexRecord.stateKey(stored.key), in: layout.log)
+                try txn.put(IndexRecord.encodedState(stored, journaledFrom: found.journaledFrom), forKey: stored.key, in: layout.state)
             }
         }
     }
+}
+
+extension StoredInstance {
+    /// A record whose mutable part is about to be decoded, when only that part is wanted.
+    static let placeholder = StoredInstance(
+        id: "", key: 0, workflowType: "", codec: "", status: .running, created: 0, updated: 0, lastSequence: 0, lastSnapshot: 0, claim: .none)
 }

@@ -18,7 +18,7 @@ extension LMDBStorage {
                 let stored = StoredInstance(
                     id: new.id, key: key, workflowType: new.workflowType, codec: new.codec, status: new.status, created: new.created,
                     updated: new.created, lastSequence: new.entries.lastSequence, lastSnapshot: 0, claim: new.claim)
-                try txn.put(IndexRecord.encodedState(stored), forKey: IndexRecord.stateKey(key), in: layout.log)
+                try txn.put(IndexRecord.encodedState(stored, journaledFrom: 0), forKey: key, in: layout.state)
                 try txn.put(IndexRecord.encodedStatic(stored), forKey: new.id, in: layout.instances)
                 return stored
             }
@@ -26,19 +26,20 @@ extension LMDBStorage {
     }
 
     public func instance(id: String) throws(StorageFailure) -> StoredInstance? {
-        try call { try environment.read { txn in try instance(id: id, txn) } }
+        try call { try environment.read { txn in try indexed(id: id, txn)?.instance } }
     }
 
-    /// The instance with this id as `txn` sees it; a missing or unreadable part is `.corrupted`.
-    func instance(id: String, _ txn: borrowing Transaction<some TransactionMode>) throws -> StoredInstance? {
+    /// The instance with this id as `txn` sees it, and its first sequence in the journal (0 when
+    /// none); a missing or unreadable part is `.corrupted`.
+    func indexed(id: String, _ txn: borrowing Transaction<some TransactionMode>) throws -> (instance: StoredInstance, journaledFrom: UInt64)? {
         guard let base = try txn.value(forKey: id, in: layout.instances, { IndexRecord.decodeStatic($0, id: id) }) else {
             if try txn.contains(id, in: layout.instances) { throw damagedRecord(id) }
             return nil
         }
-        guard let stored = try txn.value(forKey: IndexRecord.stateKey(base.key), in: layout.log, { IndexRecord.withState(base, $0) }) else {
+        guard let indexed = try txn.value(forKey: base.key, in: layout.state, { IndexRecord.withState(base, $0) }) else {
             throw damagedRecord(id)
         }
-        return stored
+        return indexed
     }
 
     private func damagedRecord(_ id: String) -> StorageFailure {
@@ -53,8 +54,8 @@ extension LMDBStorage {
                 try txn.forEach(in: layout.instances) { key, value in
                     let id = try String(lmdbBytes: key)
                     if let base = IndexRecord.decodeStatic(value, id: id),
-                       let stored = try txn.value(forKey: IndexRecord.stateKey(base.key), in: layout.log, { IndexRecord.withState(base, $0) }) {
-                        found.append(stored)
+                       let indexed = try txn.value(forKey: base.key, in: layout.state, { IndexRecord.withState(base, $0) }) {
+                        found.append(indexed.instance)
                     }
                     return true
                 }
@@ -106,9 +107,10 @@ extension LMDBStorage {
         let layout = self.layout
         return try call {
             try environment.write { txn -> R? in
-                guard var stored = try instance(id: id, txn) else { return nil }
+                guard let found = try indexed(id: id, txn) else { return nil }
+                var stored = found.instance
                 guard let result = change(&stored) else { return nil }
-                try txn.put(IndexRecord.encodedState(stored), forKey: IndexRecord.stateKey(stored.key), in: layout.log)
+                try txn.put(IndexRecord.encodedState(stored, journaledFrom: found.journaledFrom), forKey: stored.key, in: layout.state)
                 return result
             }
         }
@@ -125,12 +127,13 @@ extension LMDBStorage {
                     try txn.withCursor(on: database) { cursor in
                         var entry = try cursor.seek(atLeast: LogKey(instance: key, sequence: 0))
                         while let current = entry, try current.key(as: LogKey.self).instance == key {
-                            // Includes the index state at (key, UInt64.max).
                             try cursor.deleteCurrent()
                             entry = try cursor.current()
                         }
                     }
                 }
+                try deleteJournaled(instance: key, txn)
+                try txn.delete(key, in: layout.state)
                 return try txn.delete(id, in: layout.instances)
             }
         }

@@ -6,10 +6,11 @@ import WorkflowStorage
 /// `lock.mdb`) shared by every process that opens it. Commits are LMDB write transactions
 /// (one writer at a time across processes); reads are MVCC snapshots that never block it.
 ///
-/// Layout: `meta` (format, next instance key), `instances` (id → the static part of the index
-/// record), `log` ((instance key, sequence) → entry bytes, and (key, max) → the mutable part of
-/// the index record), `snapshots` ((key, sequence) → snapshot bytes); the signal subsystem keeps
-/// its databases in the same environment.
+/// Layout (``StoreLayout``): `meta` (format, next instance key), `instances` (id → the static part
+/// of the index record), `state` (instance key → its mutable part), `log` ((instance key,
+/// sequence) → entry bytes), `journal` (entries of commits that carried many instances, until a
+/// checkpoint moves them into `log`), `snapshots` ((key, sequence) → snapshot bytes); the signal
+/// subsystem keeps its databases in the same environment.
 public final class LMDBStorage: StorageBackend {
     public let name = "LMDB"
     public var location: String { environment.path }
@@ -25,10 +26,24 @@ public final class LMDBStorage: StorageBackend {
     private let syncTask = Lock<Task<Void, Never>?>(nil)
 
     /// The format this library writes (a newer one is refused, an older one migrated).
-    public static let formatVersion: UInt32 = 1
+    public static let formatVersion: UInt32 = 2
 
-    /// The declared, ordered upgrades from older formats (none yet: format 1 is the first).
-    static let migrations: [Migration] = []
+    /// The declared, ordered upgrades from older formats.
+    static let migrations: [Migration] = [
+        // Format 1 kept each instance's mutable index record in `log`, after its entries.
+        Migration(name: "index state moves from log to state", from: 1) { txn, layout in
+            var moved: [(UInt64, [UInt8])] = []
+            try txn.forEach(in: layout.log) { key, value in
+                let logKey = try LogKey(lmdbBytes: key)
+                if logKey.sequence == IndexRecord.formatOneStateSequence { moved.append((logKey.instance, Array(value))) }
+                return true
+            }
+            for (instance, bytes) in moved {
+                try txn.put(bytes, forKey: instance, in: layout.state)
+                try txn.delete(LogKey(instance: instance, sequence: IndexRecord.formatOneStateSequence), in: layout.log)
+            }
+        },
+    ]
 
     /// A declared, named upgrade of the store format, applied in order at open.
     struct Migration: Sendable {
@@ -144,11 +159,9 @@ public final class LMDBStorage: StorageBackend {
         let info = environment.info()
         return try call {
             try environment.read { txn in
-                let instances = try txn.count(of: layout.instances)
-                return StorageStatistics(
-                    backend: name, formatVersion: Self.formatVersion, instances: instances,
-                    // The log also holds one index state record per instance.
-                    logEntries: try txn.count(of: layout.log) - instances, snapshots: try txn.count(of: layout.snapshots),
+                StorageStatistics(
+                    backend: name, formatVersion: Self.formatVersion, instances: try txn.count(of: layout.instances),
+                    logEntries: try txn.count(of: layout.log) + txn.count(of: layout.journal), snapshots: try txn.count(of: layout.snapshots),
                     capacityBytes: info.mapSize, usedBytes: info.usedBytes, readersInUse: info.readersInUse,
                     maxReaders: info.maxReaders, lastTransactionID: info.lastTransactionID)
             }
@@ -168,7 +181,9 @@ public final class LMDBStorage: StorageBackend {
         }
         walk(layout.meta, "meta")
         walk(layout.instances, "instances")
+        walk(layout.state, "state")
         walk(layout.log, "log")
+        walk(layout.journal, "journal")
         walk(layout.snapshots, "snapshots")
         return damage
     }

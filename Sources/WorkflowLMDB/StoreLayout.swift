@@ -33,20 +33,27 @@ package struct LogKey: LMDBCodable, Hashable {
 
 /// The named databases of a store, opened once.
 package struct StoreLayout: Sendable {
-    /// `format` and `nextInstanceKey`.
+    /// `format`.
     package let meta: Database<String, [UInt8]>
-    /// Instance id → the static part of its ``InstanceRecord``.
+    /// Instance id → the static part of its index record (see ``IndexRecord``).
     package let instances: Database<String, [UInt8]>
-    /// (instance key, sequence) → encoded ``LogEntry``; (instance key, UInt64.max) → the mutable
-    /// part of its ``InstanceRecord``.
+    /// Instance key → the mutable part of its index record: a small, dense database, so that a
+    /// commit of many instances rewrites few pages of it.
+    package let state: Database<UInt64, [UInt8]>
+    /// (instance key, sequence) → entry record: every instance's entries, contiguous and in order.
     package let log: Database<LogKey, [UInt8]>
-    /// (instance key, sequence) → encoded ``Snapshot``.
+    /// Position → (instance key, sequence, entry record): entries of commits that carried many
+    /// instances, appended in commit order, until a checkpoint moves them into `log`.
+    package let journal: Database<UInt64, [UInt8]>
+    /// (instance key, sequence) → encoded snapshot.
     package let snapshots: Database<LogKey, [UInt8]>
 
     package init(environment: Environment) throws(LMDBError) {
         meta = try environment.database(named: "meta")
         instances = try environment.database(named: "instances")
+        state = try environment.database(named: "state")
         log = try environment.database(named: "log")
+        journal = try environment.database(named: "journal")
         snapshots = try environment.database(named: "snapshots")
     }
 }

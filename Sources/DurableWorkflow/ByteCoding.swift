@@ -1,15 +1,14 @@
-// Byte-level helpers shared by the engine's record formats and the backends' own.
 /// Appends little-endian integers and length-prefixed bytes.
-package struct ByteWriter {
-    package var bytes: [UInt8] = []
+struct ByteWriter {
+    var bytes: [UInt8] = []
 
-    package init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
+    init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
 
-    package mutating func write<T: FixedWidthInteger>(_ value: T) {
+    mutating func write<T: FixedWidthInteger>(_ value: T) {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }
 
-    package mutating func write(_ text: String) {
+    mutating func write(_ text: String) {
         var text = text
         text.withUTF8 { utf8 in
             write(UInt32(utf8.count))
@@ -17,7 +16,7 @@ package struct ByteWriter {
         }
     }
 
-    package mutating func write(block: [UInt8]) {
+    mutating func write(block: [UInt8]) {
         write(UInt32(block.count))
         bytes.append(contentsOf: block)
     }
@@ -25,59 +24,59 @@ package struct ByteWriter {
 
 /// Writes what a ``ByteWriter`` would, into memory sized in advance: plain stores, for records
 /// written once per action straight into the map (log entries).
-package struct RawWriter {
+struct RawWriter {
     private let base: UnsafeMutableRawPointer
-    package private(set) var offset = 0
+    private(set) var offset = 0
 
-    package init(_ base: UnsafeMutableRawPointer) { self.base = base }
+    init(_ base: UnsafeMutableRawPointer) { self.base = base }
 
-    package mutating func write<T: FixedWidthInteger>(_ value: T) {
+    mutating func write<T: FixedWidthInteger>(_ value: T) {
         base.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self)
         offset += MemoryLayout<T>.size
     }
 
     /// Writes `block` after its length.
-    package mutating func write(block: UnsafeRawBufferPointer) {
+    mutating func write(block: UnsafeRawBufferPointer) {
         write(UInt32(block.count))
         write(bytes: block)
     }
 
     /// Copies `bytes` as they are (no length).
-    package mutating func write(bytes: UnsafeRawBufferPointer) {
+    mutating func write(bytes: UnsafeRawBufferPointer) {
         if let source = bytes.baseAddress { (base + offset).copyMemory(from: source, byteCount: bytes.count) }
         offset += bytes.count
     }
 
     /// The bytes written so far.
-    package var written: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: offset) }
+    var written: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: offset) }
 }
 
 /// Reads what a ``ByteWriter`` wrote; every read checks the remaining length.
-package struct ByteReader {
-    package let bytes: UnsafeRawBufferPointer
-    package private(set) var offset = 0
+struct ByteReader {
+    let bytes: UnsafeRawBufferPointer
+    private(set) var offset = 0
 
-    package init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
-    package struct Truncated: Error {}
+    struct Truncated: Error {}
 
-    package var remaining: Int { bytes.count - offset }
+    var remaining: Int { bytes.count - offset }
 
-    package mutating func read<T: FixedWidthInteger>(_ type: T.Type = T.self) throws(Truncated) -> T {
+    mutating func read<T: FixedWidthInteger>(_ type: T.Type = T.self) throws(Truncated) -> T {
         let size = MemoryLayout<T>.size
         guard remaining >= size else { throw Truncated() }
         defer { offset += size }
         return T(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: T.self))
     }
 
-    package mutating func readBlock() throws(Truncated) -> [UInt8] {
+    mutating func readBlock() throws(Truncated) -> [UInt8] {
         let count = Int(try read(UInt32.self))
         guard remaining >= count else { throw Truncated() }
         defer { offset += count }
         return Array(bytes[offset..<offset + count])
     }
 
-    package mutating func readString() throws(Truncated) -> String {
+    mutating func readString() throws(Truncated) -> String {
         let count = Int(try read(UInt32.self))
         guard remaining >= count else { throw Truncated() }
         defer { offset += count }
@@ -85,14 +84,14 @@ package struct ByteReader {
     }
 
     /// Moves past a length-prefixed block without copying it.
-    package mutating func skipBlock() throws(Truncated) {
+    mutating func skipBlock() throws(Truncated) {
         let count = Int(try read(UInt32.self))
         guard remaining >= count else { throw Truncated() }
         offset += count
     }
 
     /// The bytes from `start` to the current offset.
-    package func bytes(from start: Int) -> UnsafeRawBufferPointer {
+    func bytes(from start: Int) -> UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(rebasing: bytes[start..<offset])
     }
 }

@@ -1,0 +1,113 @@
+import LMDB
+import TestSupport
+import Testing
+import WorkflowLMDB
+import WorkflowStorage
+
+/// The LMDB backend's store-wide journal and its format migration, seen from inside the store.
+@Suite("LMDB backend: the store-wide journal, checkpoints and the format 1 migration")
+struct LMDBJournalTests {
+    /// Entries in the journal and in `log`.
+    func counts(_ storage: LMDBStorage) throws -> (journal: Int, log: Int) {
+        try storage.environment.read { txn in (try txn.count(of: storage.layout.journal), try txn.count(of: storage.layout.log)) }
+    }
+
+    /// Creates `count` instances held by host A; their keys.
+    func instances(_ count: Int, in storage: LMDBStorage) throws -> [UInt64] {
+        try (0..<count).map { try #require(try storage.create(Records.new("i\($0)", claim: Records.hostA))).key }
+    }
+
+    /// One commit carrying, for each instance, entries `first...last`.
+    func commit(_ keys: [UInt64], _ first: UInt64, _ last: UInt64, in storage: LMDBStorage) throws {
+        let outcomes = try storage.commit(CommitRequest(durability: .processCrashSafe, changes: keys.enumerated().map { index, key in
+            InstanceChanges(id: "i\(index)", key: key, claim: Records.hostA, entries: Records.range(first, last), updated: Int64(last))
+        }))
+        #expect(outcomes.allSatisfy { if case .committed = $0 { true } else { false } })
+    }
+
+    @Test("a commit of many instances appends to the journal; one of few writes the log; an instance in the journal stays there until a checkpoint")
+    func journalThenLog() throws {
+        let dir = TemporaryDirectory("journal")
+        let storage = try LMDBStorage.open(path: dir.path)
+        let keys = try instances(LMDBStorage.journalFanIn, in: storage)
+        try commit(keys, 2, 3, in: storage)
+        #expect(try counts(storage) == (journal: 2 * keys.count, log: keys.count))
+        // Alone now, but it has entries in the journal: its next ones go there too.
+        try commit([keys[0]], 4, 4, in: storage)
+        #expect(try counts(storage).journal == 2 * keys.count + 1)
+        // A new instance committing alone writes the log.
+        let lone = try #require(try storage.create(Records.new("lone", claim: Records.hostA)))
+        _ = try storage.commit(CommitRequest(durability: .synced, changes: [
+            InstanceChanges(id: "lone", key: lone.key, claim: Records.hostA, entries: Records.range(2, 3), updated: 3)
+        ]))
+        #expect(try counts(storage) == (journal: 2 * keys.count + 1, log: keys.count + 3))
+        // Reads merge the log's and the journal's entries, in order, from any start.
+        #expect(try storage.texts(keys[0]) == ["1:entry 1", "2:entry 2", "3:entry 3", "4:entry 4"])
+        #expect(try storage.texts(keys[0], from: 3, through: 3) == ["3:entry 3"])
+        #expect(try storage.texts(keys[1], from: 2) == ["2:entry 2", "3:entry 3"])
+        #expect(try storage.instance(id: "i0")?.lastSequence == 4)
+    }
+
+    @Test("a checkpoint moves the whole journal into the log; every instance reads back whole and keeps committing")
+    func checkpoint() throws {
+        let dir = TemporaryDirectory("journal-checkpoint")
+        let storage = try LMDBStorage.open(path: dir.path)
+        let keys = try instances(8, in: storage)
+        var last: UInt64 = 1
+        // Each round appends 100 entries to each of the 8 instances.
+        while last < UInt64(LMDBStorage.checkpointEntries / keys.count) + 200 {
+            try commit(keys, last + 1, last + 100, in: storage)
+            last += 100
+        }
+        let (journal, log) = try counts(storage)
+        #expect(journal < LMDBStorage.checkpointEntries, "the journal was checkpointed (\(journal) entries left)")
+        #expect(journal + log == keys.count * Int(last))
+        for key in keys {
+            #expect(try storage.texts(key) == (1...last).map { "\($0):entry \($0)" })
+        }
+        try commit(keys, last + 1, last + 1, in: storage)
+        #expect(try storage.texts(keys[7], from: last, through: last + 1) == ["\(last):entry \(last)", "\(last + 1):entry \(last + 1)"])
+        #expect(storage.checkStructure(progress: { _ in }).isEmpty)
+        #expect(try storage.statistics().logEntries == keys.count * Int(last + 1))
+    }
+
+    @Test("deleting an instance removes its journal entries and no other's")
+    func deleteJournaled() throws {
+        let dir = TemporaryDirectory("journal-delete")
+        let storage = try LMDBStorage.open(path: dir.path)
+        let keys = try instances(LMDBStorage.journalFanIn, in: storage)
+        try commit(keys, 2, 5, in: storage)
+        #expect(try storage.delete(id: "i1"))
+        #expect(try counts(storage).journal == 4 * (keys.count - 1))
+        #expect(try storage.texts(keys[1]) == [])
+        #expect(try storage.texts(keys[2]).count == 5)
+    }
+
+    @Test("a format 1 store (index state in the log) is migrated at open, and reads and commits as before")
+    func migratesFormatOne() throws {
+        let dir = TemporaryDirectory("journal-migrate")
+        var key: UInt64 = 0
+        do {
+            let storage = try LMDBStorage.open(path: dir.path)
+            key = try #require(try storage.create(Records.new("old", entries: 3, claim: .none))).key
+            // Turn it into what format 1 wrote: the state record in `log` at (key, max), format 1.
+            let layout = storage.layout
+            try storage.environment.write { txn in
+                let state = try #require(try txn.get(key, in: layout.state))
+                try txn.put(state, forKey: LogKey(instance: key, sequence: .max), in: layout.log)
+                _ = try txn.delete(key, in: layout.state)
+                try txn.put(withUnsafeBytes(of: UInt32(1).littleEndian) { Array($0) }, forKey: "format", in: layout.meta)
+            }
+        }
+        let storage = try LMDBStorage.open(path: dir.path)
+        #expect(try storage.environment.read { txn in try txn.count(of: storage.layout.log) } == 3, "the state record left the log")
+        #expect(try storage.statistics().formatVersion == 2)
+        #expect(try storage.instance(id: "old")?.lastSequence == 3)
+        #expect(try storage.texts(key) == ["1:entry 1", "2:entry 2", "3:entry 3"])
+        _ = try storage.claim(id: "old", as: Records.hostA, takingOverIf: { _ in false })
+        _ = try storage.commit(CommitRequest(durability: .synced, changes: [
+            InstanceChanges(id: "old", key: key, claim: Records.hostA, entries: Records.range(4, 4), updated: 4)
+        ]))
+        #expect(try storage.texts(key).count == 4)
+    }
+}
