@@ -6,6 +6,9 @@ extension LMDBStorage {
     /// each instance's entries go straight to its range of `log` (for one instance, a write to
     /// the end of its range costs no more than one to the journal's end, and is not copied later).
     package static let journalFanIn = 4
+    /// The most entries of one instance in a commit that go to the journal: more fill a good part
+    /// of a page in the instance's range anyway, and would only be copied again by a checkpoint.
+    package static let journalEntriesPerInstance = 8
     /// How many entries the journal holds before a commit moves them all into `log`.
     package static let checkpointEntries = 32_768
 
@@ -15,13 +18,14 @@ extension LMDBStorage {
         if markWriter == nil, request.changes.contains(where: { !$0.deliveryMarks.isEmpty }) {
             throw failure(.invalidInput, "commit", "the commit carries signal delivery marks, and no signal center is open on the store")
         }
-        let journaled = request.changes.count >= Self.journalFanIn
+        let manyInstances = request.changes.count >= Self.journalFanIn
         return try call {
             try environment.write(durability: durability) { txn in
                 var outcomes: [CommitOutcome] = []
                 outcomes.reserveCapacity(request.changes.count)
                 var journal = try JournalAppender(txn, layout: layout)
                 for changes in request.changes {
+                    let journaled = manyInstances && changes.entries.count <= Self.journalEntriesPerInstance
                     outcomes.append(try write(changes, journaled: journaled, journal: &journal, markWriter: markWriter, in: txn))
                 }
                 if journal.appended > 0, try txn.count(of: layout.journal) >= Self.checkpointEntries { try checkpoint(txn) }

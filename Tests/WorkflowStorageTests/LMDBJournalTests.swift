@@ -25,7 +25,7 @@ struct LMDBJournalTests {
         #expect(outcomes.allSatisfy { if case .committed = $0 { true } else { false } })
     }
 
-    @Test("a commit of many instances appends to the journal; one of few writes the log; an instance in the journal stays there until a checkpoint")
+    @Test("a commit of many instances with few entries each appends to the journal; one of few instances, or many entries each, writes the log; an instance in the journal stays there until a checkpoint")
     func journalThenLog() throws {
         let dir = TemporaryDirectory("journal")
         let storage = try LMDBStorage.open(path: dir.path)
@@ -46,6 +46,15 @@ struct LMDBJournalTests {
         #expect(try storage.texts(keys[0], from: 3, through: 3) == ["3:entry 3"])
         #expect(try storage.texts(keys[1], from: 2) == ["2:entry 2", "3:entry 3"])
         #expect(try storage.instance(id: "i0")?.lastSequence == 4)
+        // Many instances, each with more entries than the journal takes: straight to the log.
+        let others = try (0..<LMDBStorage.journalFanIn).map { try #require(try storage.create(Records.new("o\($0)", claim: Records.hostA))).key }
+        let many = UInt64(LMDBStorage.journalEntriesPerInstance) + 2
+        let before = try counts(storage)
+        _ = try storage.commit(CommitRequest(durability: .synced, changes: others.enumerated().map { index, key in
+            InstanceChanges(id: "o\(index)", key: key, claim: Records.hostA, entries: Records.range(2, many), updated: 1)
+        }))
+        #expect(try counts(storage) == (journal: before.journal, log: before.log + others.count * Int(many - 1)))
+        #expect(try storage.texts(others[3]).count == Int(many))
     }
 
     @Test("a checkpoint moves the whole journal into the log; every instance reads back whole and keeps committing")
@@ -54,10 +63,10 @@ struct LMDBJournalTests {
         let storage = try LMDBStorage.open(path: dir.path)
         let keys = try instances(8, in: storage)
         var last: UInt64 = 1
-        // Each round appends 100 entries to each of the 8 instances.
-        while last < UInt64(LMDBStorage.checkpointEntries / keys.count) + 200 {
-            try commit(keys, last + 1, last + 100, in: storage)
-            last += 100
+        let perRound = UInt64(LMDBStorage.journalEntriesPerInstance)
+        while last < UInt64(LMDBStorage.checkpointEntries / keys.count) + 100 {
+            try commit(keys, last + 1, last + perRound, in: storage)
+            last += perRound
         }
         let (journal, log) = try counts(storage)
         #expect(journal < LMDBStorage.checkpointEntries, "the journal was checkpointed (\(journal) entries left)")
