@@ -143,35 +143,53 @@ extension WorkflowStore {
         return entries
     }
 
-    /// Calls `visit` with entries `from...through` of the instance, in order, read in place where
-    /// the backend can (a view's payload is valid only during its call). A missing entry, one
-    /// whose checksum fails or one on a damaged page is ``DurableError/Kind/corruptEntry`` naming
-    /// its sequence; errors `visit` throws end the walk and are rethrown.
+    /// Calls `visit` with entries `from...through` of the instance, in order (a view's payload is
+    /// valid only during its call). Entries are pulled from the backend in chunks, each copied out
+    /// in one read, and visited after the read is over: no caller's code (a workflow's `apply` and
+    /// `render` during replay) runs inside a storage read. A missing entry, one whose checksum
+    /// fails or one on a damaged page is ``DurableError/Kind/corruptEntry`` naming its sequence;
+    /// errors `visit` throws end the walk and are rethrown.
     func visitEntries(
         record: StoredInstance, id: String, from: UInt64, through: UInt64, _ visit: (LogEntry.View) throws -> Void
     ) throws {
         // Sequences start at 1.
-        let from = max(from, 1)
-        guard from <= through else { return }
-        var expected = from
+        var next = max(from, 1)
         var cache = LogEntry.DecodingCache()
+        while next <= through {
+            let last = min(through, next + Self.replayChunk - 1)
+            let (records, failure) = pull(record: record, id: id, from: next, through: last)
+            try records.forEach { sequence, bytes in
+                guard let entry = LogEntry.View.decode(bytes, sequence: sequence, cache: &cache) else { throw corrupt(id, sequence: sequence) }
+                try visit(entry)
+            }
+            if let failure { throw failure }
+            next = last + 1
+        }
+    }
+
+    /// Entries `from...through` of the instance, copied out of the store in one read, and why
+    /// the read stopped before `through` (a missing, out-of-order or unreadable entry): the
+    /// entries before that one are returned too.
+    private func pull(record: StoredInstance, id: String, from: UInt64, through: UInt64) -> (LogRecords, DurableError?) {
+        var records = LogRecords(firstSequence: from, capacity: Int(through - from + 1))
+        var expected = from
         do {
             try backend.readEntries(of: record.key, from: from, through: through) { sequence, bytes in
-                guard sequence == expected, let entry = LogEntry.View.decode(bytes, sequence: sequence, cache: &cache) else {
-                    throw corrupt(id, sequence: expected)
-                }
-                try visit(entry)
+                guard sequence == expected else { throw corrupt(id, sequence: expected) }
+                records.append(bytes)
                 expected += 1
                 return true
             }
         } catch let failure as StorageFailure where failure.kind == .corrupted {
-            throw DurableError(.corruptEntry, store: path, instance: id, sequence: expected,
-                               detail: "log entry \(expected) cannot be read: \(failure.summary)", recovery: failure.recovery,
-                               storageFailure: failure)
+            return (records, DurableError(.corruptEntry, store: path, instance: id, sequence: expected,
+                                          detail: "log entry \(expected) cannot be read: \(failure.summary)", recovery: failure.recovery,
+                                          storageFailure: failure))
         } catch let failure as StorageFailure {
-            throw DurableError.storage(failure, store: path, instance: id)
+            return (records, DurableError.storage(failure, store: path, instance: id))
+        } catch {
+            return (records, error as? DurableError ?? corrupt(id, sequence: expected))
         }
-        if expected <= through { throw corrupt(id, sequence: expected) }
+        return (records, expected <= through ? corrupt(id, sequence: expected) : nil)
     }
 
     func corrupt(_ id: String, sequence: UInt64) -> DurableError {

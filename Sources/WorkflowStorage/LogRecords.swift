@@ -23,7 +23,13 @@ public struct LogRecords: Sendable {
     public var lastSequence: UInt64 { firstSequence + UInt64(ends.count) - 1 }
 
     /// Appends the record with the next sequence, as `bytes`.
-    public mutating func append(_ record: some Collection<UInt8>) {
+    public mutating func append(_ record: [UInt8]) {
+        bytes.append(contentsOf: record)
+        ends.append(bytes.count)
+    }
+
+    /// Appends the record with the next sequence, copied from `record`.
+    public mutating func append(_ record: UnsafeRawBufferPointer) {
         bytes.append(contentsOf: record)
         ends.append(bytes.count)
     }
