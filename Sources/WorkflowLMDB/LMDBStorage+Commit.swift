@@ -23,7 +23,7 @@ extension LMDBStorage {
             try environment.write(durability: durability) { txn in
                 var outcomes: [CommitOutcome] = []
                 outcomes.reserveCapacity(request.changes.count)
-                var journal = try JournalAppender(txn, layout: layout)
+                var journal = JournalAppender(layout: layout)
                 for changes in request.changes {
                     let journaled = manyInstances && changes.entries.count <= Self.journalEntriesPerInstance
                     outcomes.append(try write(changes, journaled: journaled, journal: &journal, markWriter: markWriter, in: txn))
@@ -41,8 +41,9 @@ extension LMDBStorage {
         markWriter: (@Sendable (DeliveryMarkRecord, borrowing WriteTransaction) throws -> Void)?, in txn: borrowing WriteTransaction
     ) throws -> CommitOutcome {
         let key = changes.key
-        guard let base = try txn.value(forKey: changes.id, in: layout.instances, { IndexRecord.decodeStatic($0, id: changes.id) }),
-              base.key == key,
+        // Keys are never reused and an instance's static part never changes: a cached one is
+        // the stored one as long as the instance has a state record (deleting removes it).
+        guard let base = try staticPart(id: changes.id, key: key, txn),
               let found = try txn.value(forKey: key, in: layout.state, { IndexRecord.withState(base, $0) }) else {
             return .refused(current: nil)
         }
@@ -74,6 +75,17 @@ extension LMDBStorage {
             for mark in changes.deliveryMarks { try markWriter(mark, txn) }
         }
         return .committed(stored)
+    }
+
+    /// The static part of instance `id` with `key`, from the cache or the store; `nil` when no
+    /// instance has both.
+    private func staticPart(id: String, key: UInt64, _ txn: borrowing WriteTransaction) throws -> StoredInstance? {
+        if let cached = staticParts.withLock({ $0[key] }), cached.id == id { return cached }
+        guard let base = try txn.value(forKey: id, in: layout.instances, { IndexRecord.decodeStatic($0, id: id) }), base.key == key else {
+            return nil
+        }
+        staticParts.withLock { $0[key] = base }
+        return base
     }
 
     /// Writes `entries` into the instance's range of `log` through one cursor: appended

@@ -13,19 +13,20 @@ extension LMDBStorage {
     /// Appends entries to the journal's end within one write transaction.
     struct JournalAppender: ~Copyable {
         private let layout: StoreLayout
-        private var next: UInt64
+        /// The next position, once the journal's end was looked up (at the first append).
+        private var next: UInt64?
         /// Entries appended so far.
         private(set) var appended = 0
 
-        init(_ txn: borrowing WriteTransaction, layout: StoreLayout) throws {
+        init(layout: StoreLayout) {
             self.layout = layout
-            next = try txn.withCursor(on: layout.journal) { cursor in
-                try cursor.last().map { try $0.key(as: UInt64.self) + 1 } ?? 1
-            }
         }
 
         mutating func append(_ entries: LogRecords, of instance: UInt64, _ txn: borrowing WriteTransaction) throws {
-            var position = next
+            let start = try next ?? txn.withCursor(on: layout.journal) { cursor in
+                try cursor.last().map { try $0.key(as: UInt64.self) + 1 } ?? 1
+            }
+            var position = start
             try txn.withCursor(on: layout.journal) { cursor in
                 try entries.forEach { sequence, bytes in
                     var key = position.bigEndian
@@ -39,7 +40,7 @@ extension LMDBStorage {
                     position += 1
                 }
             }
-            appended += Int(position - next)
+            appended += Int(position - start)
             next = position
         }
     }

@@ -24,6 +24,8 @@ public final class LMDBStorage: StorageBackend {
     /// subsystem when it opens on this store.
     package let deliveryMarkWriter = Lock<(@Sendable (DeliveryMarkRecord, borrowing WriteTransaction) throws -> Void)?>(nil)
     private let syncTask = Lock<Task<Void, Never>?>(nil)
+    /// Instances' static index parts by key, as commits found them (they never change).
+    let staticParts = Lock<[UInt64: StoredInstance]>([:])
 
     /// The format this library writes (a newer one is refused, an older one migrated).
     public static let formatVersion: UInt32 = 2

@@ -11,6 +11,9 @@ import Darwin
 /// reported as a data race, so the suite could not run under ThreadSanitizer.)
 ///
 /// Don't call `withLock` again on the same lock from inside its body: the lock is not recursive.
+/// Guard a value with storage, not `Void`: ThreadSanitizer reports accesses to an empty value,
+/// which shares its address with the object's header, as races with reads of that header
+/// (swiftlang/swift#72487).
 public final class Lock<Value>: @unchecked Sendable {
     // @unchecked Sendable: `value` is read and written only inside `withLock`, between
     // pthread_mutex_lock and pthread_mutex_unlock of `mutex`, so no two threads touch it at once

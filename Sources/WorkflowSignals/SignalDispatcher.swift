@@ -34,8 +34,9 @@ final class SignalDispatcher: @unchecked Sendable {
     private weak var center: SignalCenter?
     /// The id of the last transaction a delivery pass read: a later commit may hold a post.
     private let lastReadID = Atomic<UInt64>(0)
-    /// Held by whichever thread delivers (the loop, or a poster), so deliveries never overlap.
-    private let delivering = Lock(())
+    /// Held by whichever thread delivers (the loop, or a poster), so deliveries never overlap;
+    /// it counts the delivery passes run.
+    private let delivering = Lock(UInt64(0))
     /// The thread holding `delivering` (0 when none): `stop` from a handler must not wait for it.
     private let deliveringThread = Atomic<UInt>(0)
     private var thread: Thread?
@@ -134,7 +135,8 @@ final class SignalDispatcher: @unchecked Sendable {
     /// Runs a delivery pass on the calling thread and returns how many versions it handed over,
     /// or `nil` without waiting when another pass holds `delivering`.
     private func deliverIfFree(_ center: SignalCenter) -> Int? {
-        let handedOver = delivering.withLockIfAvailable { _ -> Int in
+        let handedOver = delivering.withLockIfAvailable { passes -> Int in
+            passes += 1
             if state.withLock({ $0.stopped }) { return 0 }
             deliveringThread.store(Self.currentThread(), ordering: .sequentiallyConsistent)
             defer { deliveringThread.store(0, ordering: .sequentiallyConsistent) }
