@@ -9,7 +9,7 @@ extension LMDBStorage {
     /// The most entries of one instance in a commit that go to the journal: more fill a good part
     /// of a page in the instance's range anyway, and would only be copied again by a checkpoint.
     package static let journalEntriesPerInstance = 8
-    /// How many entries the journal holds before a commit moves them all into `log`.
+    /// How many entries the journal holds, by default, before a commit moves them all into `log`.
     package static let checkpointEntries = 32_768
 
     public func commit(_ request: CommitRequest) throws(StorageFailure) -> [CommitOutcome] {
@@ -28,7 +28,7 @@ extension LMDBStorage {
                     let journaled = manyInstances && changes.entries.count <= Self.journalEntriesPerInstance
                     outcomes.append(try write(changes, journaled: journaled, journal: &journal, markWriter: markWriter, in: txn))
                 }
-                if journal.appended > 0, try txn.count(of: layout.journal) >= Self.checkpointEntries { try checkpoint(txn) }
+                if journal.appended > 0, try txn.count(of: layout.journal) >= checkpointEntries { try checkpoint(txn) }
                 return outcomes
             }
         }

@@ -26,6 +26,8 @@ public final class LMDBStorage: StorageBackend {
     private let syncTask = Lock<Task<Void, Never>?>(nil)
     /// Instances' static index parts by key, as commits found them (they never change).
     let staticParts = Lock<[UInt64: StoredInstance]>([:])
+    /// How many entries the journal holds before a commit moves them all into `log`.
+    package let checkpointEntries: Int
 
     /// The format this library writes (a newer one is refused, an older one migrated).
     public static let formatVersion: UInt32 = 2
@@ -54,9 +56,10 @@ public final class LMDBStorage: StorageBackend {
         let apply: @Sendable (borrowing WriteTransaction, StoreLayout) throws -> Void
     }
 
-    private init(environment: Environment, layout: StoreLayout) {
+    private init(environment: Environment, layout: StoreLayout, checkpointEntries: Int) {
         self.environment = environment
         self.layout = layout
+        self.checkpointEntries = checkpointEntries
     }
 
     deinit {
@@ -66,12 +69,20 @@ public final class LMDBStorage: StorageBackend {
     /// Opens (or creates) the store at `path`, checking its format. A path this process has open
     /// already is shared with the same configuration, and is a `.busy` failure with another one.
     public static func open(path: String, configuration: EnvironmentConfiguration = EnvironmentConfiguration()) throws(StorageFailure) -> LMDBStorage {
+        try open(path: path, configuration: configuration, checkpointEntries: checkpointEntries)
+    }
+
+    /// As ``open(path:configuration:)``, with the journal checkpointed at `checkpointEntries`
+    /// entries (tests make checkpoints frequent).
+    package static func open(
+        path: String, configuration: EnvironmentConfiguration, checkpointEntries: Int
+    ) throws(StorageFailure) -> LMDBStorage {
         do {
             let environment = try Environment.open(path: path, configuration: configuration)
             // The format first: a newer store may have databases this version does not know.
             let meta: Database<String, [UInt8]> = try environment.database(named: "meta")
             try checkFormat(environment: environment, meta: meta, readOnly: configuration.readOnly)
-            return LMDBStorage(environment: environment, layout: try StoreLayout(environment: environment))
+            return LMDBStorage(environment: environment, layout: try StoreLayout(environment: environment), checkpointEntries: checkpointEntries)
         } catch let failure as StorageFailure {
             throw failure
         } catch let error as LMDBError where error.kind == .databaseNotFound {

@@ -33,6 +33,17 @@ extension WorkflowStore {
         }
     }
 
+    /// As ``open(path:configuration:)``, with the journal checkpointed at `checkpointEntries`
+    /// entries (tests make checkpoints frequent).
+    package static func open(path: String, checkpointEntries: Int) throws(DurableError) -> WorkflowStore {
+        do {
+            return WorkflowStore(backend: try LMDBStorage.open(
+                path: path, configuration: StoreConfiguration().environment, checkpointEntries: checkpointEntries))
+        } catch {
+            throw DurableError.opening(path, failure: error)
+        }
+    }
+
     /// The LMDB backend underneath, when the store is on LMDB.
     package var lmdb: LMDBStorage? { backend as? LMDBStorage }
 

@@ -52,7 +52,7 @@ struct CrashTortureTests {
     }
 
     @Test(
-        "8 instances sharing the store's commits, killed 10 times at random moments: nothing acknowledged to any of them is lost or applied twice",
+        "8 instances sharing the store's commits (through the journal, checkpointed every 200 entries), killed 10 times at random moments: nothing acknowledged to any of them is lost or applied twice",
         arguments: ["strict", "grouped"]
     )
     func killWhileInstancesShareCommits(mode: String) throws {
@@ -67,7 +67,7 @@ struct CrashTortureTests {
         }
         let rounds = TestLoad.scaled(10)
         for round in 0..<rounds {
-            let child = try ChildProcess(["durable-counters-loop", dir.path, mode, "\(instances)"], mergeStandardError: true)
+            let child = try ChildProcess(["durable-counters-loop", dir.path, mode, "\(instances)", "200"], mergeStandardError: true)
             for index in 0..<instances {
                 guard let line = child.readLine(), line.hasPrefix("state \(index) ") else {
                     Issue.record("round \(round): the child did not resume t\(index): \(child.readRemainingLines(timeout: .seconds(2)))")

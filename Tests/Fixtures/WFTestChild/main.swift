@@ -136,13 +136,15 @@ do {
         }
 
     case "durable-counters-loop":
-        // durable-counters-loop STORE MODE N: resumes (or starts) instances "t0"..."tN-1"; prints
+        // durable-counters-loop STORE MODE N [CHECKPOINT]: resumes (or starts) instances
+        // "t0"..."tN-1" (the store's journal checkpointed every CHECKPOINT entries); prints
         // "state I APPLIED COUNT" for each, then "ready"; then a task per instance loops
         // `await sendAndWait(Add(amount: n))` for n = applied+1, applied+2, ..., printing
         // "ack I n" once n is committed. The instances share the store's commits.
         let mode: DurableConfiguration.Mode = arguments[2] == "grouped" ? .grouped(maxBatch: 64, maxDelay: .milliseconds(2)) : .strict
         let configuration = DurableConfiguration(mode: mode, actions: DurableCounter.actions, snapshotEvery: 50)
-        let store = try WorkflowStore.open(path: arguments[1])
+        let store = try arguments.count > 4
+            ? WorkflowStore.open(path: arguments[1], checkpointEntries: Int(arguments[4])!) : WorkflowStore.open(path: arguments[1])
         let hosts = try (0..<Int(arguments[3])!).map { index in
             try store.instance(id: "t\(index)") == nil
                 ? try store.start(DurableCounter(), id: "t\(index)", configuration: configuration)
