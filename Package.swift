@@ -41,9 +41,9 @@ let package = Package(
         // The durable engine: every applied action in a store's log, state rebuilt by replay.
         .target(name: "DurableWorkflow", dependencies: ["Workflow", "WorkflowStorage", "WorkflowLocks"]),
         // The LMDB backend (the embedded default) and `WorkflowStore.open(path:)`.
-        .target(name: "WorkflowLMDB", dependencies: ["DurableWorkflow", "WorkflowStorage", "LMDB", "WorkflowLocks"]),
+        .target(name: "WorkflowLMDB", dependencies: ["DurableWorkflow", "WorkflowSignals", "WorkflowStorage", "LMDB", "WorkflowLocks"]),
         // Persistent signals: every version in the log, each consumer sees each version once.
-        .target(name: "WorkflowSignals", dependencies: ["DurableWorkflow", "Workflow", "WorkflowStorage", "WorkflowLMDB", "LMDB", "WorkflowLocks"]),
+        .target(name: "WorkflowSignals", dependencies: ["DurableWorkflow", "Workflow", "WorkflowStorage", "WorkflowLocks"]),
         // Feedback loops: the Mealy-machine front end, in memory and durable, on the same runtime.
         .target(name: "WorkflowFeedback", dependencies: ["Workflow", "DurableWorkflow", "WorkflowLocks"]),
         // The inspect/replay tool as a library (a service registers its types) and the shipped wfctl.
@@ -83,7 +83,7 @@ let package = Package(
         // The storage contract, run over every backend.
         .testTarget(
             name: "WorkflowStorageTests",
-            dependencies: ["WorkflowStorage", "WorkflowLMDB", "LMDB", "DurableWorkflow", "Workflow", "TestSupport", "TestWorkflows"]
+            dependencies: ["WorkflowStorage", "WorkflowLMDB", "WorkflowSignals", "LMDB", "DurableWorkflow", "Workflow", "TestSupport", "TestWorkflows", "WorkflowLocks"]
         ),
         .testTarget(name: "WorkflowLocksTests", dependencies: ["WorkflowLocks"]),
         .testTarget(

@@ -6,7 +6,7 @@
 //   signal-demo post STORE SIGNAL TEXT [--final]
 //                                      posts TEXT as the next version (--final terminates consumers)
 import Foundation
-import LMDB
+import WorkflowLMDB
 import WorkflowSignals
 
 func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
@@ -22,16 +22,18 @@ do {
         let center = try SignalCenter.open(path: arguments[2], processIdentity: "signal-demo-consumer")
         let consumer = try center.register(signal, owner: "demo", behaviour: .untilTerminated, scope: .durable,
                                            id: ConsumerID(stableName: "signal-demo \(signal)"))
-        // Writes made through the handler's transaction commit with the delivery mark: exactly once.
-        // Printing is outside that transaction: a kill between the print and the commit prints
-        // that version again after the restart (at least once).
+        // Writes made through the handler's transaction (to an application table of the store)
+        // commit with the delivery mark: exactly once. Printing is outside that transaction: a
+        // kill between the print and the commit prints that version again after the restart.
+        let received = try center.table(named: "signal-demo.received")
         // Said before attaching: deliveries start on another thread as soon as a handler is attached.
         say("waiting for \(signal)")
-        center.attach(consumer, handler: .transactional { delivery, _ in
+        center.attach(consumer, handler: .transactional { delivery, txn in
             say("version \(delivery.version): \(try delivery.decode(String.self))\(delivery.terminatesConsumersAfterDelivery ? " (final)" : "")")
+            try txn.put(delivery.payload, forKey: withUnsafeBytes(of: delivery.version.bigEndian) { Array($0) }, in: received)
         })
         while try center.consumers(of: signal).contains(where: { $0.id == consumer }) { usleep(5000) }
-        say("done: the consumer was removed after the final version")
+        say("done: the consumer was removed after the final version; \(try center.entries(in: received).count) versions recorded")
     case "post":
         let center = try SignalCenter.open(path: arguments[2], processIdentity: "signal-demo-poster-\(getpid())")
         let final = arguments.contains("--final")

@@ -14,10 +14,7 @@ extension LMDBStorage {
 
     public func commit(_ request: CommitRequest) throws(StorageFailure) -> [CommitOutcome] {
         let durability: EnvironmentConfiguration.Durability? = request.durability == .processCrashSafe ? .noSync : nil
-        let markWriter = deliveryMarkWriter.withLock { $0 }
-        if markWriter == nil, request.changes.contains(where: { !$0.deliveryMarks.isEmpty }) {
-            throw failure(.invalidInput, "commit", "the commit carries signal delivery marks, and no signal center is open on the store")
-        }
+        let signals = request.changes.contains { !$0.deliveryMarks.isEmpty } ? try signalLayout().layout : nil
         let manyInstances = request.changes.count >= Self.journalFanIn
         return try call {
             try environment.write(durability: durability) { txn in
@@ -26,7 +23,7 @@ extension LMDBStorage {
                 var journal = JournalAppender(layout: layout)
                 for changes in request.changes {
                     let journaled = manyInstances && changes.entries.count <= Self.journalEntriesPerInstance
-                    outcomes.append(try write(changes, journaled: journaled, journal: &journal, markWriter: markWriter, in: txn))
+                    outcomes.append(try write(changes, journaled: journaled, journal: &journal, signals: signals, in: txn))
                 }
                 if journal.appended > 0, try txn.count(of: layout.journal) >= checkpointEntries { try checkpoint(txn) }
                 return outcomes
@@ -38,7 +35,7 @@ extension LMDBStorage {
     /// (A transaction that grows the map runs again from the start, so this starts afresh.)
     private func write(
         _ changes: InstanceChanges, journaled: Bool, journal: inout JournalAppender,
-        markWriter: (@Sendable (DeliveryMarkRecord, borrowing WriteTransaction) throws -> Void)?, in txn: borrowing WriteTransaction
+        signals: SignalLayout?, in txn: borrowing WriteTransaction
     ) throws -> CommitOutcome {
         let key = changes.key
         // Keys are never reused and an instance's static part never changes: a cached one is
@@ -71,8 +68,8 @@ extension LMDBStorage {
             try txn.put(snapshot.bytes, forKey: LogKey(instance: key, sequence: snapshot.sequence), in: layout.snapshots)
         }
         try txn.put(IndexRecord.encodedState(stored, journaledFrom: journaledFrom), forKey: key, in: layout.state)
-        if let markWriter {
-            for mark in changes.deliveryMarks { try markWriter(mark, txn) }
+        if let signals {
+            for mark in changes.deliveryMarks { try LMDBSignalStorage.apply(mark, layout: signals, txn) }
         }
         return .committed(stored)
     }

@@ -20,9 +20,8 @@ public final class LMDBStorage: StorageBackend {
     /// The environment underneath (the signal subsystem shares it).
     package let environment: Environment
     package let layout: StoreLayout
-    /// Applies a signal delivery mark inside a commit's transaction: installed by the signal
-    /// subsystem when it opens on this store.
-    package let deliveryMarkWriter = Lock<(@Sendable (DeliveryMarkRecord, borrowing WriteTransaction) throws -> Void)?>(nil)
+    /// The store's signals, opened at the first use.
+    private let signals = Lock<LMDBSignalStorage?>(nil)
     private let syncTask = Lock<Task<Void, Never>?>(nil)
     /// Instances' static index parts by key, as commits found them (they never change).
     let staticParts = Lock<[UInt64: StoredInstance]>([:])
@@ -199,6 +198,23 @@ public final class LMDBStorage: StorageBackend {
         walk(layout.journal, "journal")
         walk(layout.snapshots, "snapshots")
         return damage
+    }
+
+    public func signalStorage() throws(StorageFailure) -> any SignalStorage {
+        try signalLayout()
+    }
+
+    func signalLayout() throws(StorageFailure) -> LMDBSignalStorage {
+        try signals.withLock { (signals) throws(StorageFailure) -> LMDBSignalStorage in
+            if let signals { return signals }
+            do throws(LMDBError) {
+                let opened = try LMDBSignalStorage(environment: environment)
+                signals = opened
+                return opened
+            } catch {
+                throw error.storageFailure
+            }
+        }
     }
 
     /// A compact copy (LMDB files never shrink in place).

@@ -1,16 +1,16 @@
 import Foundation
-import LMDB
 import Synchronization
 import Workflow
 import WorkflowLocks
+import WorkflowStorage
 
 /// Delivers pending versions to the consumers attached in this process, one delivery at a time,
 /// in version order per consumer: on its own thread, woken by posts (local or from other
-/// processes) and by a poll of the store's last transaction id, or (when configured) on a
-/// posting thread that finds it asleep.
+/// processes, through the store's change feed) and by a poll of the feed's position, or (when
+/// configured) on a posting thread that finds it asleep.
 final class SignalDispatcher: @unchecked Sendable {
-    // @unchecked Sendable: `state` is guarded by its mutex, deliveries by `delivering`; `channel`
-    // is thread-safe; `thread` and `center` are written once in `start` before any post or other
+    // @unchecked Sendable: `state` is guarded by its mutex, deliveries by `delivering`; `feed`
+    // and `signals` are Sendable; `thread` and `center` are written once in `start` before any post or other
     // thread can see them, then only read.
 
     private struct Attached {
@@ -27,13 +27,14 @@ final class SignalDispatcher: @unchecked Sendable {
     }
 
     let path: String
-    private let environment: Environment
+    private let signals: any SignalStorage
+    private let readOnly: Bool
     private let configuration: SignalConfiguration
-    private let channel: WakeChannel?
+    private let feed: any ChangeFeed
     private let state = Lock(State())
     private weak var center: SignalCenter?
-    /// The id of the last transaction a delivery pass read: a later commit may hold a post.
-    private let lastReadID = Atomic<UInt64>(0)
+    /// The feed's position when the last delivery pass began: a later commit may hold a post.
+    private let lastReadPosition = Atomic<UInt64>(0)
     /// Held by whichever thread delivers (the loop, or a poster), so deliveries never overlap;
     /// it counts the delivery passes run.
     private let delivering = Lock(UInt64(0))
@@ -41,8 +42,6 @@ final class SignalDispatcher: @unchecked Sendable {
     private let deliveringThread = Atomic<UInt>(0)
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
-    /// Wakes the loop when there is no socket (the fallback poll waits on it).
-    private let localWake = DispatchSemaphore(value: 0)
     /// Counts this process's wake-ups (posts, attaches, finished workflow deliveries, stop):
     /// a spinning loop notices them without a system call.
     private let localWakes = Atomic<UInt64>(0)
@@ -52,16 +51,17 @@ final class SignalDispatcher: @unchecked Sendable {
     /// How many handlers are attached: a post wakes this process's loop only when it has some.
     private let attachedCount = Atomic<Int>(0)
 
-    init(path: String, environment: Environment, configuration: SignalConfiguration) {
+    init(path: String, signals: any SignalStorage, readOnly: Bool, configuration: SignalConfiguration) {
         self.path = path
-        self.environment = environment
+        self.signals = signals
+        self.readOnly = readOnly
         self.configuration = configuration
-        self.channel = environment.configuration.readOnly ? nil : WakeChannel(storePath: path)
+        self.feed = signals.changeFeed()
     }
 
     func start(center: SignalCenter) {
         // A read-only store cannot record deliveries: there is nothing to dispatch.
-        guard !environment.configuration.readOnly else { return }
+        guard !readOnly else { return }
         self.center = center
         let finished = self.finished
         let thread = Thread { [weak self] in
@@ -107,20 +107,20 @@ final class SignalDispatcher: @unchecked Sendable {
         }
     }
 
-    /// Wakes this process's loop: an awake loop sees the counter move; a sleeping one gets a
-    /// datagram (or the semaphore). The counter is bumped before `awake` is read and the loop
+    /// Wakes this process's loop: an awake loop sees the counter move; a sleeping one is woken
+    /// through the feed. The counter is bumped before `awake` is read and the loop
     /// clears `awake` before it reads the counter a last time (both sequentially consistent), so
     /// a wake-up is never lost between the two.
     func wakeSelf() {
         localWakes.add(1, ordering: .sequentiallyConsistent)
         guard !awake.load(ordering: .sequentiallyConsistent) else { return }
-        if let channel { channel.wakeSelf() } else { localWake.signal() }
+        feed.wakeSelf()
     }
 
-    /// After a post: wakes every other process with a socket in the store, and delivers to this
+    /// After a post: wakes the store's other subscribers (other processes), and delivers to this
     /// process's handlers (if it has any) here or by waking the loop.
     func didPost() {
-        channel?.wakeOthers()
+        feed.announce()
         guard attachedCount.load(ordering: .sequentiallyConsistent) > 0 else { return }
         // Delivered here unless a delivery is running (the loop's, another poster's, or this
         // thread's own: a post from a handler); then the loop is woken for it. A loop that wakes
@@ -169,13 +169,13 @@ final class SignalDispatcher: @unchecked Sendable {
             }
             if !woken {
                 awake.store(false, ordering: .sequentiallyConsistent)
-                // A wake-up that saw `awake` still set sent no datagram: look at the counter first.
+                // A wake-up that saw `awake` still set did not go through the feed: look at the counter first.
                 woken = localWakes.load(ordering: .sequentiallyConsistent) != seenWakes || sleep()
                 awake.store(true, ordering: .sequentiallyConsistent)
             }
             seenWakes = localWakes.load(ordering: .sequentiallyConsistent)
             guard let center else { return }
-            if woken || environment.lastTransactionID > lastReadID.load(ordering: .relaxed) || hasRetryDue() {
+            if woken || feed.position > lastReadPosition.load(ordering: .relaxed) || hasRetryDue() {
                 if deliverTakingTurns(center) > 0 { lastDelivery = .now }
             }
         }
@@ -197,7 +197,7 @@ final class SignalDispatcher: @unchecked Sendable {
     private func spin(until deadline: ContinuousClock.Instant, seenWakes: UInt64) -> Bool {
         var checks = 0
         while true {
-            if localWakes.load(ordering: .sequentiallyConsistent) != seenWakes || environment.lastTransactionID > lastReadID.load(ordering: .relaxed) {
+            if localWakes.load(ordering: .sequentiallyConsistent) != seenWakes || feed.position > lastReadPosition.load(ordering: .relaxed) {
                 return true
             }
             checks += 1
@@ -208,11 +208,7 @@ final class SignalDispatcher: @unchecked Sendable {
 
     /// Sleeps until a wake-up arrives or the poll interval passes; returns whether one arrived.
     private func sleep() -> Bool {
-        if let channel { return channel.wait(timeout: configuration.pollInterval) }
-        // No socket (a path too long for one): poll, woken early by local posts and stop.
-        let (seconds, attoseconds) = configuration.pollInterval.components
-        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-        return localWake.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success
+        feed.wait(timeout: configuration.pollInterval)
     }
 
     private func hasRetryDue() -> Bool {
@@ -223,55 +219,39 @@ final class SignalDispatcher: @unchecked Sendable {
     /// Delivers to every attached consumer; returns how many versions were handed over.
     private func deliverPending(_ center: SignalCenter) -> Int {
         let consumers = state.withLock { Array($0.attached.keys) }
-        if let id = try? environment.read({ txn in txn.id }) { lastReadID.store(id, ordering: .relaxed) }
+        lastReadPosition.store(feed.position, ordering: .relaxed)
         return consumers.reduce(0) { $0 + deliverAll(to: $1, center) }
     }
 
     /// Hands `consumer` every pending version, one at a time, until it is up to date, its
     /// handler fails, or a workflow delivery awaits its commit. Returns how many it handed over.
     private func deliverAll(to consumerID: ConsumerID, _ center: SignalCenter) -> Int {
-        let layout = center.layout, keepLatest = configuration.keepLatest
+        let keepLatest = configuration.keepLatest, durability = configuration.durability
         var handedOver = 0
         while true {
             // Nothing more once stopped (a handler may stop the center mid-pass).
             guard let attached = state.withLock({ $0.stopped ? nil : $0.attached[consumerID] }) else { return handedOver }
             if let retry = attached.retryAfter, retry > .now { return handedOver }
-            let next: SignalDelivery?
-            do {
-                next = try environment.read { txn -> SignalDelivery? in
-                    guard let consumer = try SignalCenter.consumer(consumerID, layout: layout, txn) else { return nil }
-                    return try SignalCenter.nextDelivery(for: consumer, layout: layout, txn)
-                }
-            } catch {
-                return handedOver
-            }
-            guard let delivery = next else { return handedOver }
-            let mark = { (txn: borrowing WriteTransaction) throws in
-                try SignalCenter.mark(consumerID, version: delivery.version, terminates: delivery.terminatesConsumersAfterDelivery,
-                                      keepLatest: keepLatest, layout: layout, txn)
-            }
+            guard let next = try? signals.nextDelivery(for: consumerID.uuid) else { return handedOver }
+            let delivery = SignalDelivery(next.version, consumer: consumerID)
+            let mark = DeliveryMarkRecord(consumer: consumerID.uuid, version: delivery.version,
+                                          terminates: delivery.terminatesConsumersAfterDelivery, keepLatest: keepLatest)
             do {
                 switch attached.handler {
                 case .transactional(let handler):
-                    try environment.write(durability: configuration.lmdbDurability) { txn in
-                        // Another process may have delivered it meanwhile: re-check inside the transaction.
-                        guard let current = try SignalCenter.consumer(consumerID, layout: layout, txn),
-                              current.lastDelivered < delivery.version else { return }
-                        try handler(delivery, txn)
-                        try mark(txn)
-                    }
+                    // Another process may have delivered it meanwhile: the storage re-checks
+                    // inside the transaction and then does not run the handler.
+                    _ = try signals.deliver(mark, durability: durability) { transaction in try handler(delivery, transaction) }
                 case .atLeastOnce(let handler):
                     try handler(delivery)
-                    try environment.write(durability: configuration.lmdbDurability) { txn in try mark(txn) }
+                    try signals.mark(mark, durability: durability)
                 case .atMostOnce(let handler):
-                    try environment.write(durability: configuration.lmdbDurability) { txn in try mark(txn) }
+                    try signals.mark(mark, durability: durability)
                     handler(delivery)
                 case .workflow(let handler):
                     guard attached.inFlight < delivery.version else { return handedOver }
                     state.withLock { $0.attached[consumerID]?.inFlight = delivery.version }
-                    handler(delivery, DeliveryMark(
-                        consumer: consumerID, version: delivery.version, terminates: delivery.terminatesConsumersAfterDelivery,
-                        keepLatest: keepLatest, layout: layout, dispatcher: self))
+                    handler(delivery, DeliveryMark(consumer: consumerID, record: mark, signals: signals, dispatcher: self))
                     return handedOver + 1
                 }
                 handedOver += 1

@@ -37,6 +37,11 @@ public struct SignalError: Error, Sendable, CustomStringConvertible {
         self.storageFailure = storageFailure
     }
 
+    /// A failure of the store underneath, naming the store.
+    init(storage failure: StorageFailure, store: String) {
+        self.init(.storage, store: store, detail: failure.summary, recovery: failure.recovery, storageFailure: failure)
+    }
+
     public var description: String {
         var place = ["store \(store)"]
         if let signal { place.append("signal \(signal)") }

@@ -1,6 +1,6 @@
 import Foundation
-import LMDB
 import Workflow
+import WorkflowStorage
 
 /// A signal's name: a UUID, made once (e.g. when an action starts work whose completion it
 /// will announce) and shared with whoever posts and whoever consumes.
@@ -20,8 +20,6 @@ public struct SignalID: Hashable, Sendable, Codable, CustomStringConvertible {
     /// signals two programs agree on without exchanging an id.
     public init(stableName name: String) { uuid = ConsumerID(stableName: "signal:" + name).uuid }
     public var description: String { uuid.uuidString }
-    var bytes: [UInt8] { withUnsafeBytes(of: uuid.uuid) { Array($0) } }
-    init(bytes: UnsafeRawBufferPointer) { uuid = UUID(uuid: bytes.loadUnaligned(as: uuid_t.self)) }
 }
 
 /// A consumer's id.
@@ -41,34 +39,14 @@ public struct ConsumerID: Hashable, Sendable, Codable, CustomStringConvertible {
         uuid = withUnsafeBytes(of: &bytes) { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
     }
     public var description: String { uuid.uuidString }
-    var bytes: [UInt8] { withUnsafeBytes(of: uuid.uuid) { Array($0) } }
-    init(bytes: UnsafeRawBufferPointer) { uuid = UUID(uuid: bytes.loadUnaligned(as: uuid_t.self)) }
 }
 
-/// How many times a consumer wants a signal (rule S4).
-public enum DeliveryBehaviour: String, Sendable, Codable, CaseIterable {
-    /// One delivery, then the consumer is removed.
-    case once
-    /// Every version until one terminates consumers, then the consumer is removed.
-    case untilTerminated
-}
-
-/// Which versions a consumer that fell behind receives.
-public enum Coalescing: String, Sendable, Codable, CaseIterable {
-    /// Every retained version after its last delivered one, in order (the default).
-    case everyVersion
-    /// Only the newest version.
-    case latestOnly
-}
-
-/// How long a consumer lives.
-public enum ConsumerScope: String, Sendable, Codable, CaseIterable {
-    /// Removed when its run stops, and at start-up by a new run of the same process identity
-    /// (the old run crashed) (rule S5).
-    case run
-    /// Survives restarts (durable workflows waiting on signals).
-    case durable
-}
+/// How many times a consumer wants a signal (rule S4): `.once` or `.untilTerminated`.
+public typealias DeliveryBehaviour = WorkflowStorage.DeliveryBehaviour
+/// Which versions a consumer that fell behind receives: `.everyVersion` or `.latestOnly`.
+public typealias Coalescing = WorkflowStorage.Coalescing
+/// How long a consumer lives: `.run` or `.durable`.
+public typealias ConsumerScope = WorkflowStorage.ConsumerScope
 
 /// One version of a signal, as delivered or inspected.
 public struct SignalDelivery: Sendable, Hashable {
@@ -84,6 +62,15 @@ public struct SignalDelivery: Sendable, Hashable {
     public let terminatesConsumersAfterDelivery: Bool
     /// When it was posted.
     public let posted: WallTime
+
+    init(_ record: SignalVersionRecord, consumer: ConsumerID?) {
+        signal = SignalID(record.signal)
+        self.consumer = consumer
+        version = record.version
+        payload = record.payload
+        terminatesConsumersAfterDelivery = record.terminates
+        posted = WallTime(nanosecondsSinceEpoch: record.posted)
+    }
 
     /// The payload decoded from JSON as `T`, or ``SignalError/Kind/undecodablePayload``.
     public func decode<T: Decodable>(_ type: T.Type = T.self) throws(SignalError) -> T {

@@ -1,36 +1,26 @@
 import DurableWorkflow
-import LMDB
 import Synchronization
 import Workflow
-import WorkflowLMDB
 import WorkflowLocks
 import WorkflowStorage
 
 /// The delivery mark of a signal version handed to a durable workflow: committed in the same
-/// LMDB transaction as the log entry of the action the delivery became (exactly once, rule S7).
-public struct DeliveryMark: CommitAttachment, @unchecked Sendable {
-    // @unchecked Sendable: every stored property is immutable; `dispatcher` is itself Sendable
-    // (thread-safe); `layout` holds only database handles.
+/// transaction as the log entry of the action the delivery became (exactly once, rule S7).
+public struct DeliveryMark: CommitAttachment {
     let consumer: ConsumerID
-    let version: UInt64
-    let terminates: Bool
-    let keepLatest: Int
-    let layout: SignalLayout
+    let record: DeliveryMarkRecord
+    let signals: any SignalStorage
     let dispatcher: SignalDispatcher
 
-    package var deliveryMark: DeliveryMarkRecord {
-        DeliveryMarkRecord(consumer: consumer.bytes, version: version, terminates: terminates, keepLatest: keepLatest)
-    }
+    package var deliveryMark: DeliveryMarkRecord { record }
 
     package func didCommit() { dispatcher.finishInFlight(consumer) }
 
     package func didAbandon() { dispatcher.finishInFlight(consumer) }
 
     /// Marks the version delivered in a transaction of its own (hosts without a log).
-    func commitAlone(_ environment: Environment) {
-        _ = try? environment.write { txn in
-            try SignalCenter.mark(consumer, version: version, terminates: terminates, keepLatest: keepLatest, layout: layout, txn)
-        }
+    func commitAlone() {
+        try? signals.mark(record, durability: nil)
         didCommit()
     }
 }
@@ -75,12 +65,12 @@ struct SignalWaitWorker: EndObservingWorker {
                 continuation.finish()
                 return
             }
-            let durable = stableKey != nil, environment = center.environment
+            let durable = stableKey != nil
             registered.consumer.withLock { $0 = (consumer, durable) }
             center.attach(consumer, handler: .workflow { delivery, mark in
                 continuation.yield(SignalWaitOutput(delivery: delivery, mark: mark))
                 // Without a log there is no commit to carry the mark: write it now.
-                if !durable { mark.commitAlone(environment) }
+                if !durable { mark.commitAlone() }
             })
             continuation.onTermination = { _ in center.detach(consumer) }
         }

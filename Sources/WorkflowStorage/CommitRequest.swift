@@ -1,3 +1,5 @@
+import Foundation
+
 /// One atomic commit: the changes of one or many instances, all made or none.
 ///
 /// A request is plain data: a backend applies it in one transaction (one synced write for
@@ -44,8 +46,8 @@ public struct InstanceChanges: Sendable {
 
 /// A signal version delivered to a durable consumer, committed with the action it caused.
 public struct DeliveryMarkRecord: Sendable, Hashable {
-    /// The consumer's 16-byte id.
-    public var consumer: [UInt8]
+    /// The consumer's id.
+    public var consumer: UUID
     /// The version delivered.
     public var version: UInt64
     /// Whether the version ends the consumer (its record is removed).
@@ -53,7 +55,7 @@ public struct DeliveryMarkRecord: Sendable, Hashable {
     /// How many of the signal's newest versions to keep when older ones are pruned.
     public var keepLatest: Int
 
-    public init(consumer: [UInt8], version: UInt64, terminates: Bool, keepLatest: Int) {
+    public init(consumer: UUID, version: UInt64, terminates: Bool, keepLatest: Int) {
         self.consumer = consumer
         self.version = version
         self.terminates = terminates

@@ -1,12 +1,12 @@
+import Synchronization
 import WorkflowLocks
 
 /// A store that lives in this process's memory: for tests and previews. **Not durable**: every
 /// instance, entry and snapshot is gone when the store is released or the process ends, and
 /// ``CommitDurability`` is ignored. It keeps every other promise of ``StorageBackend`` (atomic
 /// commits, claims, dense logs), as the contract suite checks.
-///
-/// Signal delivery marks are not supported yet: a commit carrying one fails with
-/// ``StorageFailure/Kind/invalidInput``.
+/// Its signals (``signalStorage()``) live under the same lock, so delivery marks apply
+/// atomically with the entries they are committed with.
 public final class InMemoryStorage: StorageBackend {
     public let name = "memory"
     public let location: String
@@ -14,6 +14,12 @@ public final class InMemoryStorage: StorageBackend {
     public var isReadOnly: Bool { false }
 
     private let state = Lock(Contents())
+    private let commits = Atomic<UInt64>(0)
+    private let subscribers = Lock<[WeakSubscriber]>([])
+
+    private struct WeakSubscriber {
+        weak var subscriber: InMemoryChangeFeed.Subscriber?
+    }
 
     private struct Contents {
         var nextKey: UInt64 = 1
@@ -21,6 +27,7 @@ public final class InMemoryStorage: StorageBackend {
         /// By instance key: entries in sequence order, from sequence 1.
         var logs: [UInt64: [[UInt8]]] = [:]
         var snapshots: [UInt64: [UInt64: [UInt8]]] = [:]
+        var signals = SignalContents()
     }
 
     /// An empty store; `name` appears in messages as its location.
@@ -97,10 +104,7 @@ public final class InMemoryStorage: StorageBackend {
     }
 
     public func commit(_ request: CommitRequest) throws(StorageFailure) -> [CommitOutcome] {
-        if request.changes.contains(where: { !$0.deliveryMarks.isEmpty }) {
-            throw failure(.invalidInput, "commit", "signal delivery marks are not supported by the in-memory store yet",
-                          recovery: "Use an LMDB store for workflows that await durable signals")
-        }
+        defer { commits.add(1, ordering: .sequentiallyConsistent) }
         return try state.withLock { (state) throws(StorageFailure) -> [CommitOutcome] in
             // Checked in full before anything is changed: the commit is all or nothing.
             var outcomes: [CommitOutcome] = []
@@ -126,6 +130,7 @@ public final class InMemoryStorage: StorageBackend {
                     state.snapshots[stored.key, default: [:]][snapshot.sequence] = snapshot.bytes
                     stored.lastSnapshot = max(stored.lastSnapshot, snapshot.sequence)
                 }
+                for mark in changes.deliveryMarks { state.signals.apply(mark) }
                 if !changes.entries.isEmpty {
                     stored.lastSequence = changes.entries.lastSequence
                     stored.updated = changes.updated
@@ -138,6 +143,38 @@ public final class InMemoryStorage: StorageBackend {
     }
 
     public func sync() throws(StorageFailure) {}
+
+    // MARK: Signals
+
+    public func signalStorage() throws(StorageFailure) -> any SignalStorage {
+        InMemorySignalStorage(storage: self)
+    }
+
+    /// How many commits (of instances or signals) the store has made.
+    var commitCount: UInt64 { commits.load(ordering: .sequentiallyConsistent) }
+
+    func changingSignals<R, Failure: Error>(_ body: (inout SignalContents) throws(Failure) -> R) throws(Failure) -> R {
+        defer { commits.add(1, ordering: .sequentiallyConsistent) }
+        return try state.withLock { (state) throws(Failure) -> R in try body(&state.signals) }
+    }
+
+    func readingSignals<R>(_ body: (SignalContents) -> R) -> R {
+        state.withLock { body($0.signals) }
+    }
+
+    func subscribe() -> InMemoryChangeFeed.Subscriber {
+        let subscriber = InMemoryChangeFeed.Subscriber()
+        subscribers.withLock { $0.append(WeakSubscriber(subscriber: subscriber)) }
+        return subscriber
+    }
+
+    func wakeSubscribers(except: InMemoryChangeFeed.Subscriber) {
+        let live = subscribers.withLock { list in
+            list.removeAll { $0.subscriber == nil }
+            return list.compactMap(\.subscriber)
+        }
+        for subscriber in live where subscriber !== except { subscriber.wake() }
+    }
 
     public func syncPeriodically(every interval: Duration) {}
 

@@ -69,6 +69,11 @@ public protocol StorageBackend: AnyObject, Sendable {
     /// `lastSnapshot` if it is newer.
     func putSnapshot(id: String, sequence: UInt64, bytes: [UInt8]) throws(StorageFailure)
 
+    // MARK: Signals
+
+    /// The store's signals (opened or created at the first call; the same object afterwards).
+    func signalStorage() throws(StorageFailure) -> any SignalStorage
+
     // MARK: Operations
 
     /// Counts and sizes.

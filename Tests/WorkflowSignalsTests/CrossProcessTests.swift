@@ -1,6 +1,5 @@
 import DurableWorkflow
 import Foundation
-import LMDB
 import TestSupport
 import Testing
 import WorkflowLMDB
@@ -36,18 +35,14 @@ struct CrossProcessTests {
         #expect(last.readLine(until: { $0 == "done" }, timeout: .seconds(60)) == "done")
         try last.waitForExit()
 
-        let env = try Environment.open(path: dir.path)
-        let delivered: Database<UInt64, [UInt8]> = try env.database(named: "test.delivered")
-        let duplicates: Database<UInt64, [UInt8]> = try env.database(named: "test.duplicates")
-        let order: Database<UInt64, UInt64> = try env.database(named: "test.order")
-        var versions: [UInt64] = []
-        try env.read { txn in
-            try txn.forEach(in: delivered) { key, _ in versions.append(try UInt64(lmdbBytes: key)); return true }
-            #expect(try txn.count(of: duplicates) == 0)
-            // Only key 0 (the last version handled): every version followed the one before it.
-            #expect(try txn.count(of: order) == 1)
-            #expect(try txn.get(0, in: order) == 1000)
-        }
+        let center = try SignalCenter.open(path: dir.path, processIdentity: "check")
+        func number(_ bytes: [UInt8]) -> UInt64 { bytes.reduce(0) { $0 << 8 | UInt64($1) } }
+        let versions = try center.entries(in: center.table(named: "test.delivered")).map { number($0.key) }
+        #expect(try center.entries(in: center.table(named: "test.duplicates")).isEmpty)
+        // Only key 0 (the last version handled): every version followed the one before it.
+        let order = try center.entries(in: center.table(named: "test.order"))
+        #expect(order.count == 1)
+        #expect(order.first.map { number($0.value) } == 1000)
         #expect(kills >= 20)
         #expect(versions.count == 1000, "\(versions.count) versions delivered, first \(versions.first ?? 0), last \(versions.last ?? 0)")
         #expect(versions.first == 1 && versions.last == 1000)

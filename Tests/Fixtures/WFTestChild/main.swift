@@ -172,19 +172,19 @@ do {
         // "test.duplicates") and prints "got N"; exits after a terminating version.
         let signal = SignalID(arguments[2])!
         let center = try SignalCenter.open(path: arguments[1], processIdentity: "consumer")
-        let delivered: Database<UInt64, [UInt8]> = try center.store.environment.database(named: "test.delivered")
-        let duplicates: Database<UInt64, [UInt8]> = try center.store.environment.database(named: "test.duplicates")
+        let delivered = try center.table(named: "test.delivered"), duplicates = try center.table(named: "test.duplicates")
+        let order = try center.table(named: "test.order")
         let consumer = try center.register(signal, owner: "test", behaviour: .untilTerminated, scope: .durable,
                                            id: ConsumerID(stableName: "test-consumer"))
-        let order: Database<UInt64, UInt64> = try center.store.environment.database(named: "test.order")
+        let bytes: @Sendable (UInt64) -> [UInt8] = { value in withUnsafeBytes(of: value.bigEndian) { Array($0) } }
         center.attach(consumer, handler: .transactional { delivery, txn in
-            if try !txn.insert([1], forKey: delivery.version, in: delivered) {
-                try txn.put([1], forKey: delivery.version, in: duplicates)
+            if try !txn.insert([1], forKey: bytes(delivery.version), in: delivered) {
+                try txn.put([1], forKey: bytes(delivery.version), in: duplicates)
             }
             // Key 0 holds the last version handled; any other key is a version that did not follow it.
-            let previous = try txn.get(0, in: order) ?? 0
-            if delivery.version != previous + 1 { try txn.put(previous, forKey: delivery.version, in: order) }
-            try txn.put(delivery.version, forKey: 0, in: order)
+            let previous = try txn.value(forKey: bytes(0), in: order).map { $0.reduce(0) { $0 << 8 | UInt64($1) } } ?? 0
+            if delivery.version != previous + 1 { try txn.put(bytes(previous), forKey: bytes(delivery.version), in: order) }
+            try txn.put(bytes(delivery.version), forKey: bytes(0), in: order)
         })
         say("ready")
         // The terminating delivery's commit removes the consumer: wait for that commit.

@@ -1,0 +1,84 @@
+import DurableWorkflow
+import Foundation
+import Workflow
+import WorkflowStorage
+
+/// A registered consumer (rule S2).
+public struct ConsumerInfo: Sendable, Hashable, Codable {
+    /// Its id.
+    public let id: ConsumerID
+    /// The signal it consumes.
+    public let signal: SignalID
+    /// Who it belongs to (an account, a bookmark, a workflow instance).
+    public let owner: String
+    /// The run that registered it.
+    public let runID: String
+    /// The process identity that registered it.
+    public let processIdentity: String
+    /// The pid of the process that registered it (0 for a consumer registered before pids were
+    /// recorded).
+    public let processID: Int32
+    /// That process's start time (clock ticks since boot), so a reused pid is not taken for it.
+    public let processStartTime: UInt64
+    /// Once or until terminated.
+    public let behaviour: DeliveryBehaviour
+    /// Every version or the latest only.
+    public let coalescing: Coalescing
+    /// Run-scoped or durable.
+    public let scope: ConsumerScope
+    /// The last version delivered to it (0: none).
+    public internal(set) var lastDelivered: UInt64
+    /// When it was registered.
+    public let created: WallTime
+
+    init(_ record: ConsumerRecord) {
+        id = ConsumerID(record.id)
+        signal = SignalID(record.signal)
+        owner = record.owner
+        runID = record.runID
+        processIdentity = record.processIdentity
+        processID = record.processID
+        processStartTime = record.processStartTime
+        behaviour = record.behaviour
+        coalescing = record.coalescing
+        scope = record.scope
+        lastDelivered = record.lastDelivered
+        created = WallTime(nanosecondsSinceEpoch: record.created)
+    }
+
+    /// The run that registered it.
+    var run: RecordedRun { RecordedRun(runID: runID, process: ProcessIdentity(pid: processID, startTime: processStartTime)) }
+}
+
+/// A signal as listed for inspection.
+public struct SignalInfo: Sendable, Hashable, Codable {
+    /// Its id.
+    public let id: SignalID
+    /// Its latest version.
+    public let latestVersion: UInt64
+    /// The versions still retained.
+    public let retainedVersions: [UInt64]
+    /// How many consumers it has.
+    public let consumers: Int
+    /// When it was first posted or consumed.
+    public let created: WallTime
+    /// When it was last posted.
+    public let updated: WallTime
+
+    init(_ summary: SignalSummary) {
+        id = SignalID(summary.id)
+        latestVersion = summary.latestVersion
+        retainedVersions = summary.retainedVersions
+        consumers = summary.consumers
+        created = WallTime(nanosecondsSinceEpoch: summary.created)
+        updated = WallTime(nanosecondsSinceEpoch: summary.updated)
+    }
+}
+
+/// A consumer with versions waiting for it.
+public struct PendingDelivery: Sendable, Hashable, Codable {
+    /// The consumer.
+    public let consumer: ConsumerInfo
+    /// The versions it will be given next, in order.
+    public let versions: [UInt64]
+}
