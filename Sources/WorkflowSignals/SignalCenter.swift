@@ -55,7 +55,8 @@ public enum SignalHandler: Sendable {
     /// delivery mark commit in one transaction of the store, whatever its backend: **exactly
     /// once**. If it throws, nothing is written and the version is retried. The transaction is
     /// valid only while the handler runs, and the handler may run again for the same version if
-    /// the store retries the transaction (LMDB does after growing its map).
+    /// the store retries the transaction (LMDB does after growing its map). The handler must not
+    /// call the center or the store (a post from it would wait for its own transaction).
     case transactional(@Sendable (SignalDelivery, any StorageTransaction) throws -> Void)
     /// The mark is written after the handler returns: **at least once** (a crash between the two
     /// redelivers). If it throws, the version is not marked and is retried.
