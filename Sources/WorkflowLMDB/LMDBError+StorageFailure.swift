@@ -19,3 +19,16 @@ extension LMDBError {
                               detail: code.map { "\(detail) (code \($0))" } ?? detail, recovery: recovery, underlying: self)
     }
 }
+
+/// Runs `body`, turning LMDB errors into storage failures; a storage failure passes as it is.
+func callLMDB<R>(at location: String, _ body: () throws -> R) throws(StorageFailure) -> R {
+    do {
+        return try body()
+    } catch let failure as StorageFailure {
+        throw failure
+    } catch let error as LMDBError {
+        throw error.storageFailure
+    } catch {
+        throw StorageFailure(kind: .other, backend: "LMDB", location: location, operation: "call", detail: "\(error)", recovery: "")
+    }
+}

@@ -19,15 +19,7 @@ final class LMDBSignalStorage: SignalStorage {
     }
 
     private func call<R>(_ body: () throws -> R) throws(StorageFailure) -> R {
-        do {
-            return try body()
-        } catch let failure as StorageFailure {
-            throw failure
-        } catch let error as LMDBError {
-            throw error.storageFailure
-        } catch {
-            throw StorageFailure(kind: .other, backend: "LMDB", location: environment.path, operation: "signals", detail: "\(error)", recovery: "")
-        }
+        try callLMDB(at: environment.path, body)
     }
 
     private static func lmdb(_ durability: CommitDurability?) -> EnvironmentConfiguration.Durability? {

@@ -131,15 +131,7 @@ public final class LMDBStorage: StorageBackend {
 
     /// Runs `body`, turning LMDB errors into storage failures.
     func call<R>(_ body: () throws -> R) throws(StorageFailure) -> R {
-        do {
-            return try body()
-        } catch let failure as StorageFailure {
-            throw failure
-        } catch let error as LMDBError {
-            throw error.storageFailure
-        } catch {
-            throw StorageFailure(kind: .other, backend: name, location: location, operation: "call", detail: "\(error)", recovery: "")
-        }
+        try callLMDB(at: location, body)
     }
 
     func failure(_ kind: StorageFailure.Kind, _ operation: String, _ detail: String, recovery: String = "") -> StorageFailure {

@@ -10,8 +10,8 @@ import WorkflowStorage
 /// configured) on a posting thread that finds it asleep.
 final class SignalDispatcher: @unchecked Sendable {
     // @unchecked Sendable: `state` is guarded by its mutex, deliveries by `delivering`; `feed`
-    // and `signals` are Sendable; `thread` and `center` are written once in `start` before any post or other
-    // thread can see them, then only read.
+    // and `signals` are Sendable; `thread` and `center` are written once in `start` before any
+    // post or other thread can see them, then only read.
 
     private struct Attached {
         var handler: SignalHandler
@@ -169,7 +169,8 @@ final class SignalDispatcher: @unchecked Sendable {
             }
             if !woken {
                 awake.store(false, ordering: .sequentiallyConsistent)
-                // A wake-up that saw `awake` still set did not go through the feed: look at the counter first.
+                // A wake-up that saw `awake` still set did not go through the feed: look at the
+                // counter first.
                 woken = localWakes.load(ordering: .sequentiallyConsistent) != seenWakes || sleep()
                 awake.store(true, ordering: .sequentiallyConsistent)
             }
