@@ -225,7 +225,9 @@ public final class SignalCenter: Sendable {
 
     /// The application table `name` of this store (created if absent): what a `.transactional`
     /// handler writes there commits with its delivery mark. Open tables before attaching the
-    /// handlers that use them.
+    /// handlers that use them. With LMDB each table is a named database of the store's
+    /// environment, which allows `StoreConfiguration.environment.maxDatabases` (32 by default;
+    /// the store's own use 11): keep to a few tables, each holding many keys.
     public func table(named name: String) throws -> StorageTable {
         try storage { () throws(StorageFailure) in try signalStorage.table(named: name) }
     }
