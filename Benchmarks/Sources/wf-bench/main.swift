@@ -1,6 +1,9 @@
 // wf-bench: measures the engine against the raw LMDB ceiling and its peers, in one run.
 //
-//   swift run -c release --package-path Benchmarks wf-bench [SCENARIO ...] [--json FILE] [--runs N] [--quick]
+//   swift run -c release --package-path Benchmarks wf-bench [SCENARIO ...] [--json FILE] [--runs N] [--quick] [--check FILE]
+//
+// --check FILE compares the run's ratios with a thresholds file (Benchmarks/Thresholds) and exits 1
+// when one falls below its floor; without scenarios it runs those the file names.
 import Foundation
 
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "--signal-poster" {
@@ -31,6 +34,7 @@ let needCeilings: Set<String> = ["durable", "replay", "sqlite"]
 
 var selected: [String] = []
 var jsonPath: String?
+var checkPath: String?
 var runs = 5
 var scale = 1.0
 var arguments = CommandLine.arguments.dropFirst()
@@ -39,8 +43,9 @@ while let argument = arguments.popFirst() {
     case "--json": jsonPath = arguments.popFirst()
     case "--runs": runs = Int(arguments.popFirst() ?? "") ?? runs
     case "--quick": scale = 0.1; runs = 3
+    case "--check": checkPath = arguments.popFirst()
     case "--help", "-h":
-        print("usage: wf-bench [SCENARIO ...] [--json FILE] [--runs N] [--quick]")
+        print("usage: wf-bench [SCENARIO ...] [--json FILE] [--runs N] [--quick] [--check FILE]")
         print("scenarios: \((scenarios.compactMap { $0?.name } + plannedScenarios).joined(separator: ", "))")
         exit(0)
     default: selected.append(argument)
@@ -52,6 +57,20 @@ for name in selected where !known.contains(name) {
     FileHandle.standardError.write(Data("wf-bench: unknown scenario '\(name)'\n".utf8))
     exit(2)
 }
+var thresholds: Thresholds?
+if let checkPath {
+    do {
+        thresholds = try Thresholds.load(checkPath)
+    } catch {
+        FileHandle.standardError.write(Data("wf-bench: \(error)\n".utf8))
+        exit(2)
+    }
+    for name in thresholds!.scenarios where !known.contains(name) {
+        FileHandle.standardError.write(Data("wf-bench: \(checkPath) names an unknown scenario '\(name)'\n".utf8))
+        exit(2)
+    }
+    if selected.isEmpty { selected = thresholds!.scenarios }
+}
 var wanted = selected.isEmpty ? available.map(\.name) + plannedScenarios : selected
 // Ratios need the ceiling measured in the same run.
 if !wanted.contains(RawLMDBScenario.name), wanted.contains(where: needCeilings.contains) {
@@ -62,6 +81,7 @@ let machine = Report.machine()
 print("wf-bench — \(machine["date"] ?? ""), \(machine["cores"] ?? "?") cores, \(machine["memory_gib"] ?? "?") GiB, \(machine["filesystem"] ?? "unknown filesystem")")
 print("median of \(runs) runs each\n")
 var all: [Measurement] = []
+var ran: Set<String> = []
 for name in wanted {
     guard let scenario = available.first(where: { $0.name == name }) else {
         print("== \(name)\nnot there yet: the engine part it measures has not landed\n")
@@ -75,6 +95,7 @@ for name in wanted {
         let results = try scenario.run((runs, scale))
         if name == RawLMDBScenario.name || name == RuntimeScenario.name { for result in results { ceilings[result.case] = result } }
         all += results
+        ran.insert(name)
         print(Report.table(name, results))
     } catch {
         print("== \(name)\nfailed: \(error)\n")
@@ -90,4 +111,10 @@ if let jsonPath {
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
     try encoder.encode(Output(machine: machine, results: all)).write(to: URL(fileURLWithPath: jsonPath))
     print("wrote \(jsonPath)")
+}
+
+if let thresholds, let checkPath {
+    let rows = ThresholdCheck.check(thresholds, against: all, ran: ran)
+    print(ThresholdCheck.report(rows, file: checkPath))
+    if !ThresholdCheck.passes(rows) { exit(1) }
 }
