@@ -17,7 +17,7 @@ public final class LMDBStorage: StorageBackend {
     public var isDurable: Bool { true }
     public var isReadOnly: Bool { environment.configuration.readOnly }
 
-    /// The environment underneath (the signal subsystem shares it).
+    /// The environment underneath (the signal storage shares it).
     package let environment: Environment
     package let layout: StoreLayout
     /// The store's signals, opened at the first use.

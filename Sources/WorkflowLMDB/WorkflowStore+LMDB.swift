@@ -47,7 +47,7 @@ extension WorkflowStore {
     /// The LMDB backend underneath, when the store is on LMDB.
     package var lmdb: LMDBStorage? { backend as? LMDBStorage }
 
-    /// The LMDB environment underneath (for the signal subsystem and tests that look inside).
+    /// The LMDB environment underneath (for tests that look inside).
     package var environment: Environment {
         guard let lmdb else { preconditionFailure("the store at \(path) is not an LMDB store") }
         return lmdb.environment

@@ -172,7 +172,7 @@ public final class SignalCenter: Sendable {
         }
         let versions = try storage { () throws(StorageFailure) in
             try signalStorage.post(records, keepLatest: configuration.keepLatest, at: WallTime.now().nanosecondsSinceEpoch,
-                             durability: configuration.durability)
+                                   durability: configuration.durability)
         }
         dispatcher.didPost()
         return versions
