@@ -30,7 +30,7 @@ do {
         say("waiting for \(signal)")
         center.attach(consumer, handler: .transactional { delivery, txn in
             say("version \(delivery.version): \(try delivery.decode(String.self))\(delivery.terminatesConsumersAfterDelivery ? " (final)" : "")")
-            try txn.put(delivery.payload, forKey: withUnsafeBytes(of: delivery.version.bigEndian) { Array($0) }, in: received)
+            try txn.put(delivery.payload, forKey: Array("version \(delivery.version)".utf8), in: received)
         })
         while try center.consumers(of: signal).contains(where: { $0.id == consumer }) { usleep(5000) }
         say("done: the consumer was removed after the final version; \(try center.entries(in: received).count) versions recorded")
