@@ -15,11 +15,17 @@ let package = Package(
         .library(name: "WorkflowSignals", targets: ["WorkflowSignals"]),
         .library(name: "WorkflowFeedback", targets: ["WorkflowFeedback"]),
         .library(name: "WorkflowCLI", targets: ["WorkflowCLI"]),
+        .library(name: "WorkflowPostgres", targets: ["WorkflowPostgres"]),
         .executable(name: "wfctl", targets: ["wfctl"]),
+    ],
+    traits: [
+        // Off by default: LMDB users never build postgres-nio (swift-nio, swift-nio-ssl, swift-crypto).
+        .trait(name: "Postgres", description: "The PostgreSQL backend, WorkflowPostgres (builds postgres-nio)."),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
     ],
     targets: [
         // The system liblmdb (Debian: liblmdb-dev), found through pkg-config.
@@ -42,6 +48,15 @@ let package = Package(
         .target(name: "DurableWorkflow", dependencies: ["Workflow", "WorkflowStorage", "WorkflowLocks"]),
         // The LMDB backend (the embedded default) and `WorkflowStore.open(path:)`.
         .target(name: "WorkflowLMDB", dependencies: ["DurableWorkflow", "WorkflowSignals", "WorkflowStorage", "LMDB", "WorkflowLocks"]),
+        // The PostgreSQL backend: several hosts on one database. Empty unless the `Postgres` trait is on.
+        .target(
+            name: "WorkflowPostgres",
+            dependencies: [
+                "DurableWorkflow", "WorkflowStorage", "WorkflowLocks",
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Postgres"])),
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Postgres"])),
+            ]
+        ),
         // Persistent signals: every version in the log, each consumer sees each version once.
         .target(name: "WorkflowSignals", dependencies: ["DurableWorkflow", "Workflow", "WorkflowStorage", "WorkflowLocks"]),
         // Feedback loops: the Mealy-machine front end, in memory and durable, on the same runtime.
@@ -50,7 +65,7 @@ let package = Package(
         .target(
             name: "WorkflowCLI",
             dependencies: [
-                "DurableWorkflow", "WorkflowSignals", "Workflow", "WorkflowStorage", "WorkflowLMDB",
+                "DurableWorkflow", "WorkflowSignals", "Workflow", "WorkflowStorage", "WorkflowLMDB", "WorkflowPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -76,14 +91,21 @@ let package = Package(
         ),
         .executableTarget(
             name: "wf-test-child",
-            dependencies: ["LMDB", "Workflow", "DurableWorkflow", "WorkflowLMDB", "WorkflowSignals", "WorkflowFeedback", "TestSupport", "TestWorkflows"],
+            dependencies: [
+                "LMDB", "Workflow", "DurableWorkflow", "WorkflowLMDB", "WorkflowPostgres", "WorkflowSignals", "WorkflowFeedback", "TestSupport",
+                "TestWorkflows",
+            ],
             path: "Tests/Fixtures/WFTestChild"
         ),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "TestSupport", "wf-test-child"]),
         // The storage contract, run over every backend.
         .testTarget(
             name: "WorkflowStorageTests",
-            dependencies: ["WorkflowStorage", "WorkflowLMDB", "WorkflowSignals", "LMDB", "DurableWorkflow", "Workflow", "TestSupport", "TestWorkflows", "WorkflowLocks"]
+            dependencies: [
+                "WorkflowStorage", "WorkflowLMDB", "WorkflowPostgres", "WorkflowSignals", "LMDB", "DurableWorkflow", "Workflow", "TestSupport",
+                "TestWorkflows", "WorkflowLocks", "wf-test-child",
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Postgres"])),
+            ]
         ),
         .testTarget(name: "WorkflowLocksTests", dependencies: ["WorkflowLocks"]),
         .testTarget(
@@ -107,7 +129,8 @@ let package = Package(
         .testTarget(
             name: "WorkflowCLITests",
             dependencies: [
-                "WorkflowCLI", "WorkflowExamples", "DurableWorkflow", "WorkflowLMDB", "WorkflowSignals", "Workflow", "LMDB", "TestSupport",
+                "WorkflowCLI", "WorkflowExamples", "DurableWorkflow", "WorkflowLMDB", "WorkflowPostgres", "WorkflowSignals", "Workflow", "LMDB",
+                "TestSupport",
                 "TestWorkflows", "wfctl", "counter-demo", "showcase",
             ]
         ),

@@ -56,7 +56,7 @@ struct CheckWalk: ParsableCommand {
     func run() throws {
         let report: StoreCheckReport
         do {
-            let opened = try WorkflowStore.open(path: store, configuration: .readOnly)
+            let opened = try openStore(store, readOnly: true)
             report = try opened.check { step in say("step \(step)") }
         } catch let error as DurableError where error.storageFailure?.kind == .corrupted {
             // A damaged file (truncated, say) is a finding, not a failure to check.

@@ -36,7 +36,7 @@ struct Export: ParsableCommand {
     var id: String?
 
     func run() throws {
-        let store = try WorkflowStore.open(path: store, configuration: .readOnly)
+        let store = try openStore(store, readOnly: true)
         let instances = try id.map { id in
             guard let instance = try store.instance(id: id) else { throw ToolError.usage("no instance \"\(id)\" in \(store.path)") }
             return [instance]
@@ -64,7 +64,7 @@ struct Import: ParsableCommand {
     var store: String
 
     func run() throws {
-        let store = try WorkflowStore.open(path: store)
+        let store = try openStore(store, readOnly: false)
         var headers: [String: ExportLine] = [:]
         var order: [String] = []
         var entries: [String: [LogEntry]] = [:]
@@ -110,7 +110,7 @@ struct Compact: ParsableCommand {
     var destination: String
 
     func run() throws {
-        let store = try WorkflowStore.open(path: store, configuration: .readOnly)
+        let store = try openStore(store, readOnly: true)
         try store.compactCopy(to: destination)
         let before = (try? FileManager.default.attributesOfItem(atPath: store.path + "/data.mdb"))?[.size] as? Int ?? 0
         let after = (try? FileManager.default.attributesOfItem(atPath: destination + "/data.mdb"))?[.size] as? Int ?? 0
@@ -137,7 +137,7 @@ struct Fork: ParsableCommand {
     var newID: String
 
     func run() throws {
-        let store = try WorkflowStore.open(path: store)
+        let store = try openStore(store, readOnly: false)
         try store.fork(id: id, at: at, as: newID)
         emit("forked \(id) at sequence \(at) as \(newID)")
     }

@@ -37,7 +37,9 @@ struct ToolError: Error {
 
     private static func describeStorage(_ text: String, _ storage: StorageFailure?) -> String {
         switch storage?.kind {
-        case .notFound? where storage!.operation == "open": return "\(storage!.location) is not a store: no such directory"
+        case .notFound? where storage!.operation == "open" && storage!.backend == "LMDB":
+            return "\(storage!.location) is not a store: no such directory"
+        case .notFound? where storage!.operation == "open": return "\(storage!.location) is not a store: \(storage!.detail)"
         case .notAStore?: return "\(storage!.location) is not a store: \(storage!.detail)"
         default: return text
         }

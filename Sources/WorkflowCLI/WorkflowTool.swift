@@ -1,4 +1,7 @@
 import ArgumentParser
+#if Postgres
+import WorkflowPostgres
+#endif
 import DurableWorkflow
 import Foundation
 import WorkflowLMDB
@@ -69,15 +72,32 @@ struct WFCtl: ParsableCommand {
 
 /// Options every read command takes.
 struct ReadOptions: ParsableArguments {
-    @Argument(help: "The store's directory.")
+    @Argument(help: "The store: its directory, or a postgres:// URL with ?schema=NAME (in a wfctl built with the Postgres trait).")
     var store: String
 
     @Flag(help: "Print JSON instead of a table.")
     var json = false
 
     func open() throws -> WorkflowStore {
-        try WorkflowStore.open(path: store, configuration: .readOnly)
+        try openStore(store, readOnly: true)
     }
+}
+
+/// The store at `location`: an LMDB directory, or a `postgres://` URL (when the tool was built
+/// with the package's Postgres trait).
+func openStore(_ location: String, readOnly: Bool) throws -> WorkflowStore {
+    if location.hasPrefix("postgres://") || location.hasPrefix("postgresql://") {
+        #if Postgres
+        guard var configuration = PostgresConfiguration(url: location) else {
+            throw ToolError.usage("\(location) is not a PostgreSQL URL: postgres://user[:password]@host[:port]/database?schema=name")
+        }
+        configuration.readOnly = readOnly
+        return try WorkflowStore.open(configuration)
+        #else
+        throw ToolError.usage("this wfctl was built without PostgreSQL: build it with `--traits Postgres`")
+        #endif
+    }
+    return try WorkflowStore.open(path: location, configuration: readOnly ? .readOnly : StoreConfiguration())
 }
 
 /// Opens the signal subsystem of a store read-only; `nil` when the store has never had signals.

@@ -24,6 +24,8 @@ public struct StorageFailure: Error, Sendable, CustomStringConvertible {
         /// A resource is taken: the store is open with another configuration, or every reader
         /// slot or connection is in use.
         case busy
+        /// The store's server cannot be reached (it is down, or the network is): retry later.
+        case unavailable
         /// A key or value the backend cannot store (too long, empty, out of order).
         case invalidInput
         /// Anything else; see `underlying`.

@@ -1,15 +1,32 @@
 import DurableWorkflow
+import Foundation
 import TestSupport
 import Testing
 import WorkflowLMDB
 import WorkflowStorage
+#if Postgres
+import WorkflowPostgres
+#endif
 
 /// The backends the contract suite runs over: every one must pass every test.
+///
+/// PostgreSQL is among them when the package's `Postgres` trait is on and
+/// `WORKFLOW_TEST_POSTGRES` names a server (`tools/test` starts one and sets it); with the trait
+/// on and no server, the suite says once that it skips PostgreSQL.
 enum BackendKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case memory
     case lmdb
+    case postgres
 
     var testDescription: String { rawValue }
+
+    static let allCases: [BackendKind] = {
+        #if Postgres
+        if PostgresTestServer.configuration != nil { return [.memory, .lmdb, .postgres] }
+        FileHandle.standardError.write(Data("note: WORKFLOW_TEST_POSTGRES is not set: the contract suite skips PostgreSQL\n".utf8))
+        #endif
+        return [.memory, .lmdb]
+    }()
 
     /// A fresh, empty store of this kind (for LMDB, in a temporary directory the value keeps).
     func make() throws -> FreshBackend {
@@ -19,7 +36,32 @@ enum BackendKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
         case .lmdb:
             let directory = TemporaryDirectory("contract")
             return FreshBackend(backend: try LMDBStorage.open(path: directory.path), directory: directory)
+        case .postgres:
+            #if Postgres
+            guard var configuration = PostgresTestServer.configuration else { throw PostgresTestServer.Missing() }
+            configuration.schema = PostgresTestServer.freshSchema()
+            return FreshBackend(backend: try PostgresStorage.open(configuration), directory: nil)
+            #else
+            throw PostgresTestServer.Missing()
+            #endif
         }
+    }
+}
+
+/// The PostgreSQL server the tests use, from `WORKFLOW_TEST_POSTGRES`; each store gets a schema of its own.
+enum PostgresTestServer {
+    struct Missing: Error, CustomStringConvertible {
+        var description: String { "the PostgreSQL tests need the Postgres trait and WORKFLOW_TEST_POSTGRES (tools/test sets both)" }
+    }
+
+    #if Postgres
+    static let configuration: PostgresConfiguration? = ProcessInfo.processInfo.environment["WORKFLOW_TEST_POSTGRES"]
+        .flatMap { PostgresConfiguration(url: $0) }
+    #endif
+
+    /// A schema name no other test uses.
+    static func freshSchema() -> String {
+        "wf_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
     }
 }
 

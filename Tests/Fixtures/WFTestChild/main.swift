@@ -10,6 +10,9 @@ import WorkflowFeedback
 import WorkflowSignals
 import TestWorkflows
 import Workflow
+#if Postgres
+import WorkflowPostgres
+#endif
 
 /// Writes one line to stdout unbuffered, so a parent reading the pipe sees it at once.
 func say(_ line: String) {
@@ -23,6 +26,21 @@ func durability(_ name: String) -> EnvironmentConfiguration.Durability {
     case "noMetaSync": return .noMetaSync
     default: return .strict
     }
+}
+
+/// The store at `location`: a directory (LMDB), or a `postgres://` URL naming its schema with
+/// `?schema=` (when built with the Postgres trait).
+func openStore(_ location: String, checkpointEntries: Int? = nil) throws -> WorkflowStore {
+    if location.hasPrefix("postgres://") {
+        #if Postgres
+        guard let configuration = PostgresConfiguration(url: location) else { fail("not a PostgreSQL URL: \(location)") }
+        return try WorkflowStore.open(configuration)
+        #else
+        fail("built without the Postgres trait: \(location)")
+        #endif
+    }
+    if let checkpointEntries { return try WorkflowStore.open(path: location, checkpointEntries: checkpointEntries) }
+    return try WorkflowStore.open(path: location)
 }
 
 func fail(_ message: String) -> Never {
@@ -137,14 +155,14 @@ do {
 
     case "durable-counters-loop":
         // durable-counters-loop STORE MODE N [CHECKPOINT]: resumes (or starts) instances
-        // "t0"..."tN-1" (the store's journal checkpointed every CHECKPOINT entries); prints
+        // "t0"..."tN-1" (an LMDB store's journal checkpointed every CHECKPOINT entries; STORE may
+        // be a postgres:// URL); prints
         // "state I APPLIED COUNT" for each, then "ready"; then a task per instance loops
         // `await sendAndWait(Add(amount: n))` for n = applied+1, applied+2, ..., printing
         // "ack I n" once n is committed. The instances share the store's commits.
         let mode: DurableConfiguration.Mode = arguments[2] == "grouped" ? .grouped(maxBatch: 64, maxDelay: .milliseconds(2)) : .strict
         let configuration = DurableConfiguration(mode: mode, actions: DurableCounter.actions, snapshotEvery: 50)
-        let store = try arguments.count > 4
-            ? WorkflowStore.open(path: arguments[1], checkpointEntries: Int(arguments[4])!) : WorkflowStore.open(path: arguments[1])
+        let store = try openStore(arguments[1], checkpointEntries: arguments.count > 4 ? Int(arguments[4])! : nil)
         let hosts = try (0..<Int(arguments[3])!).map { index in
             try store.instance(id: "t\(index)") == nil
                 ? try store.start(DurableCounter(), id: "t\(index)", configuration: configuration)

@@ -1,0 +1,97 @@
+#if Postgres
+import Logging
+
+/// Where a ``PostgresStorage`` connects and how: the server, the schema that holds the store,
+/// and how many connections it may use.
+///
+/// A store is one schema of one database: several stores (or test runs) share a server by using
+/// different schemas. Every host of a service opens the same configuration.
+public struct PostgresConfiguration: Sendable {
+    /// The server's host name or address.
+    public var host: String
+    public var port: Int
+    public var username: String
+    public var password: String?
+    public var database: String
+    /// The schema that holds the store's tables, created at the first open: lowercase letters,
+    /// digits and underscores, starting with a letter or underscore, at most 63 characters.
+    public var schema: String
+    /// The most connections the store opens (they are opened as they are needed, and kept). Every
+    /// call holds one connection for its duration, so this bounds the calls in flight at once.
+    public var maximumConnections: Int
+    /// Whether the store is opened for inspection only: every write fails with `.readOnly`, and
+    /// an open neither creates nor migrates the schema.
+    public var readOnly: Bool = false
+    /// Where postgres-nio logs connection events (nothing below warnings unless you lower it).
+    public var logger: Logger
+
+    public init(
+        host: String = "127.0.0.1", port: Int = 5432, username: String = "postgres", password: String? = nil, database: String = "postgres",
+        schema: String = "workflow", maximumConnections: Int = 4, logger: Logger? = nil
+    ) {
+        self.host = host
+        self.port = port
+        self.username = username
+        self.password = password
+        self.database = database
+        self.schema = schema
+        self.maximumConnections = maximumConnections
+        self.logger = logger ?? PostgresConfiguration.quietLogger
+    }
+
+    /// A configuration from a URL: `postgres://user[:password]@host[:port][/database][?schema=name]`.
+    /// Returns `nil` when the URL is not of that shape.
+    public init?(url: String, schema: String? = nil) {
+        guard let rest = url.split(separator: "://", maxSplits: 1).dropFirst().first,
+              url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") else { return nil }
+        var path = Substring(rest)
+        var query: Substring = ""
+        if let mark = path.firstIndex(of: "?") {
+            query = path[path.index(after: mark)...]
+            path = path[..<mark]
+        }
+        var database: Substring = "postgres"
+        if let slash = path.firstIndex(of: "/") {
+            database = path[path.index(after: slash)...]
+            path = path[..<slash]
+        }
+        var credentials: Substring = "postgres"
+        if let at = path.lastIndex(of: "@") {
+            credentials = path[..<at]
+            path = path[path.index(after: at)...]
+        }
+        let user = credentials.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+        let hostPort = path.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let host = hostPort.first, !host.isEmpty, let name = user.first, !name.isEmpty else { return nil }
+        var port = 5432
+        if hostPort.count == 2 {
+            guard let given = Int(hostPort[1]) else { return nil }
+            port = given
+        }
+        var schemaName = schema ?? "workflow"
+        for pair in query.split(separator: "&") where pair.hasPrefix("schema=") {
+            schemaName = String(pair.dropFirst("schema=".count))
+        }
+        self.init(
+            host: String(host), port: port, username: String(name), password: user.count == 2 ? String(user[1]) : nil,
+            database: database.isEmpty ? "postgres" : String(database), schema: schemaName)
+    }
+
+    /// Whether `schema` is a name the store accepts (it is written into SQL as an identifier).
+    static func isValidSchema(_ schema: String) -> Bool {
+        guard let first = schema.utf8.first, schema.utf8.count <= 63, first == UInt8(ascii: "_") || (first >= 0x61 && first <= 0x7A) else {
+            return false
+        }
+        return schema.utf8.allSatisfy { $0 == UInt8(ascii: "_") || ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) }
+    }
+
+    /// Where the store is, for messages: `host:port/database?schema=name` (no credentials).
+    var location: String { "\(host):\(port)/\(database)?schema=\(schema)" }
+
+    private static let quietLogger: Logger = {
+        var logger = Logger(label: "workflow.postgres")
+        logger.logLevel = .warning
+        return logger
+    }()
+}
+#endif

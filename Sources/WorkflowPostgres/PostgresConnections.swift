@@ -1,0 +1,107 @@
+#if Postgres
+import Dispatch
+import Logging
+import PostgresNIO
+import WorkflowLocks
+import WorkflowStorage
+
+/// The store's connections: opened as calls need them, up to the configured number, and kept.
+///
+/// The storage protocol is synchronous (LMDB's transactions live on one thread), so a call takes
+/// a connection, blocks its own thread on the driver's futures (never an event-loop thread), and
+/// gives the connection back. A call that finds every connection busy waits for one; a connection
+/// that failed is closed and not given back, so the next call opens a fresh one.
+final class PostgresConnections: Sendable {
+    let configuration: PostgresConfiguration
+    private let slots: DispatchSemaphore
+    private let state = Lock(State())
+    private let group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    private let nextID = Lock(0)
+
+    private struct State {
+        var idle: [PostgresConnection] = []
+        var closed = false
+    }
+
+    init(configuration: PostgresConfiguration) {
+        self.configuration = configuration
+        self.slots = DispatchSemaphore(value: max(1, configuration.maximumConnections))
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Runs `body` with a connection of its own. A `PSQLError` that says the connection broke
+    /// retires it; the error is rethrown as it is.
+    func with<Result>(_ body: (PostgresConnection) throws -> Result) throws -> Result {
+        slots.wait()
+        defer { slots.signal() }
+        let connection = try take()
+        do {
+            let result = try body(connection)
+            give(connection)
+            return result
+        } catch {
+            if connection.isClosed || Self.breaksConnection(error) {
+                Self.closeInBackground(connection)
+            } else {
+                give(connection)
+            }
+            throw error
+        }
+    }
+
+    /// Closes every idle connection; calls after this open none.
+    func close() {
+        let idle = state.withLock { state -> [PostgresConnection] in
+            state.closed = true
+            defer { state.idle = [] }
+            return state.idle
+        }
+        for connection in idle { Self.closeInBackground(connection) }
+    }
+
+    private func take() throws -> PostgresConnection {
+        while let connection = state.withLock({ $0.idle.popLast() }) {
+            if !connection.isClosed { return connection }
+            Self.closeInBackground(connection)
+        }
+        return try open()
+    }
+
+    /// A new connection of the caller's own, outside the pool (the caller closes it).
+    func open() throws -> PostgresConnection {
+        let id = nextID.withLock { id -> Int in
+            id += 1
+            return id
+        }
+        let options = PostgresConnection.Configuration(
+            host: configuration.host, port: configuration.port, username: configuration.username, password: configuration.password,
+            database: configuration.database, tls: .disable)
+        return try PostgresConnection.connect(on: group.next(), configuration: options, id: id, logger: configuration.logger).wait()
+    }
+
+    private func give(_ connection: PostgresConnection) {
+        let keep = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            state.idle.append(connection)
+            return true
+        }
+        if !keep { Self.closeInBackground(connection) }
+    }
+
+    /// Starts closing `connection` without waiting for the server's goodbye; the connection is
+    /// kept until it is closed (the driver requires it).
+    private static func closeInBackground(_ connection: PostgresConnection) {
+        let closing: EventLoopFuture<Void> = connection.close()
+        closing.whenComplete { _ in withExtendedLifetime(connection) {} }
+    }
+
+    /// Whether `error` leaves the connection unusable (as opposed to a statement the server refused).
+    private static func breaksConnection(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError else { return false }
+        return error.code != .server
+    }
+}
+#endif

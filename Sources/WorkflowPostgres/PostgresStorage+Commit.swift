@@ -1,0 +1,91 @@
+#if Postgres
+import Foundation
+import PostgresNIO
+import WorkflowStorage
+
+extension PostgresStorage {
+    public func commit(_ request: CommitRequest) throws(StorageFailure) -> [CommitOutcome] {
+        guard !request.changes.isEmpty else { return [] }
+        var keys: [Int64] = [], ids: [String] = [], pids: [Int32] = [], starts: [Int64] = [], tokens: [Int64] = []
+        var firsts: [Int64] = [], counts: [Int32] = [], updated: [Int64] = []
+        var entryOwners: [Int32] = [], entrySequences: [Int64] = [], records: [ByteBuffer] = []
+        var snapshotOwners: [Int32] = [], snapshotSequences: [Int64] = [], snapshots: [ByteBuffer] = []
+        var markOwners: [Int32] = [], markConsumers: [UUID] = [], markVersions: [Int64] = [], markTerminates: [Bool] = [], markKeep: [Int32] = []
+        for (index, changes) in request.changes.enumerated() {
+            let owner = Int32(index + 1)
+            keys.append(Int64(bitPattern: changes.key))
+            ids.append(changes.id)
+            pids.append(changes.claim.pid)
+            starts.append(Int64(bitPattern: changes.claim.processStart))
+            tokens.append(Int64(bitPattern: changes.claim.token))
+            firsts.append(Int64(bitPattern: changes.entries.firstSequence))
+            counts.append(Int32(changes.entries.count))
+            updated.append(changes.updated)
+            changes.entries.forEach { sequence, bytes in
+                entryOwners.append(owner)
+                entrySequences.append(Int64(bitPattern: sequence))
+                records.append(ByteBuffer(bytes: bytes))
+            }
+            for snapshot in changes.snapshots {
+                snapshotOwners.append(owner)
+                snapshotSequences.append(Int64(bitPattern: snapshot.sequence))
+                snapshots.append(ByteBuffer(bytes: snapshot.bytes))
+            }
+            for mark in changes.deliveryMarks {
+                markOwners.append(owner)
+                markConsumers.append(mark.consumer)
+                markVersions.append(Int64(bitPattern: mark.version))
+                markTerminates.append(mark.terminates)
+                markKeep.append(Int32(clamping: mark.keepLatest))
+            }
+        }
+        let synced = request.durability == .synced
+        let row = try write("commit") { connection -> PostgresRow in
+            let rows = try self.rows(
+                """
+                CALL \(unescaped: self.schema).wf_commit(\(synced), \(keys), \(ids), \(pids), \(starts), \(tokens), \(firsts), \(counts), \
+                \(updated), \(entryOwners), \(entrySequences), \(records), \(snapshotOwners), \(snapshotSequences), \(snapshots), \
+                \(markOwners), \(markConsumers), \(markVersions), \(markTerminates), \(markKeep), \
+                NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
+                """, on: connection)
+            guard let row = rows.first else { throw DamagedRow(detail: "the commit procedure returned no row") }
+            return row
+        }
+        do {
+            let (states, outPids, outStarts, outTokens, statuses, created, outUpdated, lasts, lastSnapshots, types, codecs) = try row.decode(
+                ([Int16], [Int32], [Int64], [Int64], [Int16], [Int64], [Int64], [Int64], [Int64], [String], [String]).self)
+            return try request.changes.indices.map { index -> CommitOutcome in
+                let claim = InstanceClaim(
+                    pid: outPids[index], processStart: UInt64(bitPattern: outStarts[index]), token: UInt64(bitPattern: outTokens[index]))
+                switch states[index] {
+                case 0:
+                    let id = request.changes[index].id
+                    return .committed(StoredInstance(
+                        id: id, key: request.changes[index].key, workflowType: types[index], codec: codecs[index],
+                        status: try Self.status(statuses[index], id: id), created: created[index], updated: outUpdated[index],
+                        lastSequence: UInt64(bitPattern: lasts[index]), lastSnapshot: UInt64(bitPattern: lastSnapshots[index]), claim: claim))
+                case 1: return .refused(current: claim)
+                default: return .refused(current: nil)
+                }
+            }
+        } catch {
+            throw storageFailure(error, operation: "commit")
+        }
+    }
+
+    /// Commits with `synchronous_commit` off are flushed by the server within its
+    /// `wal_writer_delay`; this waits for every earlier one by committing a synced transaction
+    /// that has a transaction id (so that its commit flushes the WAL up to it).
+    public func sync() throws(StorageFailure) {
+        guard !isReadOnly else { return }
+        try run("sync") { connection in
+            try self.execute("BEGIN", on: connection)
+            try self.execute("SELECT txid_current()", on: connection)
+            try self.execute("COMMIT", on: connection)
+        }
+    }
+
+    /// The server flushes `processCrashSafe` commits on its own (`wal_writer_delay`, 200 ms by default).
+    public func syncPeriodically(every interval: Duration) {}
+}
+#endif

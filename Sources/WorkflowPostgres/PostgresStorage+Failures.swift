@@ -1,0 +1,46 @@
+#if Postgres
+import PostgresNIO
+import WorkflowStorage
+
+extension PostgresStorage {
+    /// `error` (from postgres-nio, NIO or the store's own checks) as a ``StorageFailure`` of
+    /// `operation`, by SQLSTATE for the server's errors; the driver's error is the underlying one.
+    func storageFailure(_ error: any Error, operation: String) -> StorageFailure {
+        if let damaged = error as? DamagedRow {
+            return failure(.corrupted, operation, damaged.detail, recovery: "Restore the database from a backup")
+        }
+        if let error = error as? PostgresDecodingError {
+            return failure(.incompatible, operation, "a column does not hold what this library expects (\(error.code))",
+                           recovery: "Check that the schema belongs to a workflow store", underlying: error)
+        }
+        guard let error = error as? PSQLError else {
+            return failure(.unavailable, operation, "cannot reach the server: \(error)",
+                           recovery: "Check that the PostgreSQL server at \(configuration.host):\(configuration.port) runs and accepts connections")
+        }
+        guard error.code == .server, let state = error.serverInfo?[.sqlState] else {
+            return failure(.unavailable, operation, "the connection to the server failed (\(error.code))",
+                           recovery: "Check that the PostgreSQL server at \(configuration.host):\(configuration.port) runs and accepts connections",
+                           underlying: error)
+        }
+        let message = error.serverInfo?[.message] ?? "no message"
+        let detail = "\(message) (SQLSTATE \(state))"
+        let (kind, recovery): (StorageFailure.Kind, String) = switch state {
+        case "WF001": (.invalidInput, "")
+        case "53100": (.full, "Free disk space on the database server")
+        case "53300": (.busy, "The server has no free connection: lower `maximumConnections` or raise the server's `max_connections`")
+        case "3D000": (.notFound, "Create the database, or name one that exists")
+        case "25006": (.readOnly, "The server accepts no writes (a standby, or read-only): connect to the primary")
+        case "40001", "40P01": (.busy, "Another transaction conflicted with this one: retry")
+        case "57P01", "57P02", "57P03": (.unavailable, "The server is shutting down or starting: retry when it accepts connections")
+        case "XX001", "XX002": (.corrupted, "The server reports damaged data: restore the database from a backup")
+        default:
+            state.hasPrefix("22") ? (.invalidInput, "")
+                : state.hasPrefix("28") ? (.other, "Check the user name and password")
+                : state.hasPrefix("42") ? (.incompatible, "The store's schema is not what this library expects: check the schema name")
+                : state.hasPrefix("08") ? (.unavailable, "Check that the server runs and accepts connections")
+                : (.other, "")
+        }
+        return failure(kind, operation, detail, recovery: recovery, underlying: error)
+    }
+}
+#endif

@@ -1,0 +1,235 @@
+#if Postgres
+import DurableWorkflow
+import Foundation
+import PostgresNIO
+import TestSupport
+import TestWorkflows
+import Testing
+import Workflow
+import WorkflowPostgres
+import WorkflowStorage
+
+/// What only the PostgreSQL backend has: a server to reach, a schema with migrations, other
+/// connections and processes that see what it acknowledged.
+@Suite("PostgreSQL backend: the server, the schema, other connections and processes", .serialized,
+       .enabled(if: PostgresTestServer.configuration != nil))
+struct PostgresBackendTests {
+    /// A configuration of the test server with a schema of its own.
+    static func fresh() -> PostgresConfiguration {
+        var configuration = PostgresTestServer.configuration!
+        configuration.schema = PostgresTestServer.freshSchema()
+        return configuration
+    }
+
+    @Test("a server that cannot be reached is an .unavailable failure that names where and what to do")
+    func unreachable() throws {
+        var configuration = Self.fresh()
+        configuration.port = try Self.closedPort()
+        let error = #expect(throws: StorageFailure.self) { try PostgresStorage.open(configuration) }
+        #expect(error?.kind == .unavailable)
+        #expect(error?.location.contains("127.0.0.1:\(configuration.port)") == true)
+        #expect(error?.recovery.contains("runs and accepts connections") == true, "\(String(describing: error))")
+    }
+
+    @Test("a schema name that is not a plain identifier is refused before anything is created")
+    func badSchemaName() {
+        var configuration = Self.fresh()
+        configuration.schema = "x; DROP TABLE y"
+        let error = #expect(throws: StorageFailure.self) { try PostgresStorage.open(configuration) }
+        #expect(error?.kind == .invalidInput)
+    }
+
+    @Test("a store of a newer format is refused with .newerFormat; reopening a store of this format keeps its contents")
+    func formats() throws {
+        let configuration = Self.fresh()
+        do {
+            let storage = try PostgresStorage.open(configuration)
+            _ = try storage.create(Records.new("kept", entries: 2))
+        }
+        let reopened = try PostgresStorage.open(configuration)
+        #expect(try reopened.instance(id: "kept")?.lastSequence == 2)
+        #expect(try reopened.statistics().formatVersion >= 1)
+        try Self.sql("UPDATE \(configuration.schema).wf_meta SET value = 999 WHERE name = 'format'")
+        let error = #expect(throws: StorageFailure.self) { try PostgresStorage.open(configuration) }
+        #expect(error?.kind == .newerFormat, "\(String(describing: error))")
+    }
+
+    @Test("hosts opening a new store at once create it once, and each can use it")
+    func concurrentOpens() async throws {
+        let configuration = Self.fresh()
+        let outcomes = await withTaskGroup(of: String.self) { group in
+            for index in 0..<4 {
+                group.addTask {
+                    do {
+                        let storage = try PostgresStorage.open(configuration)
+                        return try storage.create(Records.new("host-\(index)")) == nil ? "taken" : "ok"
+                    } catch {
+                        return "\(error)"
+                    }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(outcomes == ["ok", "ok", "ok", "ok"])
+        #expect(try PostgresStorage.open(configuration).instanceIDs() == ["host-0", "host-1", "host-2", "host-3"])
+    }
+
+    @Test("every action the engine acknowledged is on the server, seen from another connection, with dense sequences")
+    func acknowledgedMeansCommitted() async throws {
+        let configuration = Self.fresh()
+        let store = WorkflowStore(backend: try PostgresStorage.open(configuration))
+        let counters = DurableConfiguration(mode: .strict, actions: DurableCounter.actions)
+        let grouped = DurableConfiguration(mode: .grouped(maxBatch: 64, maxDelay: .milliseconds(2)), actions: DurableCounter.actions)
+        let hosts = try (0..<8).map { try store.start(DurableCounter(), id: "c\($0)", configuration: $0 % 2 == 0 ? counters : grouped) }
+        await withTaskGroup(of: Void.self) { group in
+            for host in hosts {
+                group.addTask {
+                    for amount in 1...40 { _ = await host.rendering.sink.sendAndWait(.init(amount: amount)) }
+                }
+            }
+        }
+        // Counted by a connection of the test's own, not the store's.
+        let rows = try Self.sql(
+            """
+            SELECT i.id, i.last_seq, count(l.seq), COALESCE(max(l.seq), 0) FROM \(configuration.schema).wf_instance i
+              LEFT JOIN \(configuration.schema).wf_log l ON l.instance_key = i.instance_key GROUP BY i.id, i.last_seq ORDER BY i.id
+            """)
+        #expect(rows.count == 8)
+        for row in rows {
+            let (id, last, count, max) = try row.decode((String, Int64, Int64, Int64).self)
+            #expect(last == 41 && count == 41 && max == 41, "\(id): last \(last), \(count) rows, max \(max)")
+        }
+        for host in hosts { await host.stopAndWait() }
+    }
+
+    @Test(
+        "instances sharing commits in a child process killed 5 times with SIGKILL: nothing acknowledged is lost or applied twice",
+        arguments: ["strict", "grouped"]
+    )
+    func killedChild(mode: String) throws {
+        let configuration = Self.fresh()
+        let url = "postgres://\(configuration.username)@\(configuration.host):\(configuration.port)/\(configuration.database)?schema=\(configuration.schema)"
+        let instances = 4
+        var acknowledged = [Int](repeating: 0, count: instances)
+        func note(_ line: String) {
+            let fields = line.split(separator: " ")
+            if fields.count == 3, fields[0] == "ack", let index = Int(fields[1]), let value = Int(fields[2]) {
+                acknowledged[index] = max(acknowledged[index], value)
+            }
+        }
+        for round in 0..<TestLoad.scaled(5) {
+            let child = try ChildProcess(["durable-counters-loop", url, mode, "\(instances)"], mergeStandardError: true)
+            for index in 0..<instances {
+                guard let line = child.readLine(timeout: .seconds(30)), line.hasPrefix("state \(index) ") else {
+                    Issue.record("round \(round): the child did not resume t\(index): \(child.readRemainingLines(timeout: .seconds(2)))")
+                    child.kill()
+                    return
+                }
+                let fields = line.split(separator: " ").compactMap { Int($0) }
+                #expect(fields[1] >= acknowledged[index], "round \(round): t\(index) resumed with \(fields[1]) applied, \(acknowledged[index]) acknowledged")
+                #expect(fields[2] == fields[1] * (fields[1] + 1) / 2, "round \(round): t\(index) count \(fields[2]) is not 1+...+\(fields[1])")
+            }
+            #expect(child.readLine(timeout: .seconds(10)) == "ready")
+            let deadline = ContinuousClock.now + .milliseconds(Int.random(in: 50...300))
+            while ContinuousClock.now < deadline, let line = child.readLine(timeout: .seconds(5)) { note(line) }
+            child.kill()
+            for line in child.readRemainingLines(timeout: .seconds(5)) { note(line) }
+            #expect(try child.waitForExit() == 128 + SIGKILL)
+        }
+        #expect(acknowledged.allSatisfy { $0 > 0 }, "every instance had acknowledged actions: \(acknowledged)")
+        let store = WorkflowStore(backend: try PostgresStorage.open(configuration))
+        let counters = DurableConfiguration(actions: DurableCounter.actions)
+        for index in 0..<instances {
+            let host = try store.resume(id: "t\(index)", as: DurableCounter.self, configuration: counters)
+            let state = host.rendering.state
+            #expect(state.applied >= acknowledged[index])
+            #expect(state.count == state.applied * (state.applied + 1) / 2)
+            #expect(try store.entries(of: "t\(index)").map(\.sequence) == Array(1...UInt64(state.applied + 1)))
+            host.stop()
+            let report = try store.verify(id: "t\(index)", as: DurableCounter.self, configuration: counters)
+            #expect(report.isConsistent, "\(String(describing: report.problem))")
+        }
+    }
+
+    @Test("while a child process runs an instance, this process cannot take it; once the child is killed, it can")
+    func ownershipAcrossProcesses() throws {
+        let configuration = Self.fresh()
+        let url = "postgres://\(configuration.username)@\(configuration.host):\(configuration.port)/\(configuration.database)?schema=\(configuration.schema)"
+        let child = try ChildProcess(["durable-counters-loop", url, "strict", "1"], mergeStandardError: true)
+        defer { child.kill() }
+        #expect(child.readLine(timeout: .seconds(30))?.hasPrefix("state 0 ") == true)
+        #expect(child.readLine(timeout: .seconds(10)) == "ready")
+        let store = WorkflowStore(backend: try PostgresStorage.open(configuration))
+        let counters = DurableConfiguration(actions: DurableCounter.actions)
+        let error = #expect(throws: DurableError.self) { try store.resume(id: "t0", as: DurableCounter.self, configuration: counters) }
+        #expect(error?.kind == .instanceInUse, "\(String(describing: error))")
+        child.kill()
+        _ = child.readRemainingLines(timeout: .seconds(5))
+        _ = try child.waitForExit()
+        let host = try store.resume(id: "t0", as: DurableCounter.self, configuration: counters)
+        #expect(host.rendering.state.applied > 0)
+        host.stop()
+    }
+
+    @Test(
+        "a server that goes down fails the waiting send with a typed .unavailable storage error; after it restarts, the instance resumes with every acknowledged action",
+        .enabled(if: ProcessInfo.processInfo.environment["WORKFLOW_TEST_POSTGRES_CTL"] != nil)
+    )
+    func serverDown() async throws {
+        let configuration = Self.fresh()
+        let store = WorkflowStore(backend: try PostgresStorage.open(configuration))
+        let counters = DurableConfiguration(mode: .strict, actions: DurableCounter.actions)
+        let host = try store.start(DurableCounter(), id: "c", configuration: counters)
+        for amount in 1...5 { #expect(await host.rendering.sink.sendAndWait(.init(amount: amount))) }
+        try Self.control("stop")
+        var restarted = false
+        defer { if !restarted { try? Self.control("start") } }
+        #expect(await host.rendering.sink.sendAndWait(.init(amount: 6)) == false)
+        let failure = try #require(host.failure as? DurableError)
+        #expect(failure.kind == .storage, "\(failure)")
+        #expect(failure.storageFailure?.kind == .unavailable, "\(failure)")
+        await host.stopAndWait()
+        try Self.control("start")
+        restarted = true
+        // The same store value: its broken connections were dropped, new ones are opened.
+        let resumed = try store.resume(id: "c", as: DurableCounter.self, configuration: counters)
+        #expect(resumed.rendering.state.applied == 5)
+        #expect(await resumed.rendering.sink.sendAndWait(.init(amount: 6)))
+        #expect(try store.instance(id: "c")?.lastSequence == 7)
+        await resumed.stopAndWait()
+    }
+
+    // MARK: Helpers
+
+    /// Stops (as a crash would) or starts the test server.
+    static func control(_ action: String) throws {
+        let script = ProcessInfo.processInfo.environment["WORKFLOW_TEST_POSTGRES_CTL"]!
+        let child = try ChildProcess([script, action], executable: "/bin/bash", mergeStandardError: true)
+        let output = child.readRemainingLines(timeout: .seconds(60))
+        #expect(try child.waitForExit() == 0, "\(script) \(action): \(output)")
+    }
+
+    /// A loopback port where nothing listens.
+    static func closedPort() throws -> Int {
+        let socket = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).wait()
+        let port = socket.localAddress!.port!
+        try socket.close().wait()
+        return port
+    }
+
+    /// Runs `statement` on a connection of the test's own and returns its rows.
+    @discardableResult
+    static func sql(_ statement: String) throws -> [PostgresRow] {
+        let server = PostgresTestServer.configuration!
+        let logger = Logger(label: "test")
+        let connection = try PostgresConnection.connect(
+            on: MultiThreadedEventLoopGroup.singleton.next(),
+            configuration: .init(host: server.host, port: server.port, username: server.username, password: server.password,
+                                 database: server.database, tls: .disable),
+            id: 1, logger: logger
+        ).wait()
+        defer { try? connection.close().wait() }
+        return Array(try connection.query(PostgresQuery(unsafeSQL: statement), logger: logger).wait().rows)
+    }
+}
+#endif
