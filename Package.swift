@@ -78,6 +78,9 @@ let package = Package(
         .executableTarget(name: "counter-demo", dependencies: ["DurableWorkflow", "WorkflowLMDB", "Workflow", "WorkflowExamples"], path: "Examples/CounterDemo"),
         .executableTarget(name: "signal-demo", dependencies: ["WorkflowSignals", "WorkflowLMDB", "LMDB"], path: "Examples/SignalDemo"),
         .executableTarget(
+            name: "hosts-demo", dependencies: ["DurableWorkflow", "Workflow", "WorkflowExamples", "WorkflowPostgres"], path: "Examples/HostsDemo"
+        ),
+        .executableTarget(
             name: "showcase", dependencies: ["DurableWorkflow", "WorkflowLMDB", "Workflow", "WorkflowSignals", "WorkflowExamples", "WorkflowLocks"],
             path: "Examples/Showcase"
         ),
@@ -93,7 +96,7 @@ let package = Package(
             name: "wf-test-child",
             dependencies: [
                 "LMDB", "Workflow", "DurableWorkflow", "WorkflowLMDB", "WorkflowPostgres", "WorkflowSignals", "WorkflowFeedback", "TestSupport",
-                "TestWorkflows",
+                "TestWorkflows", "WorkflowLocks",
             ],
             path: "Tests/Fixtures/WFTestChild"
         ),
@@ -131,7 +134,7 @@ let package = Package(
             dependencies: [
                 "WorkflowCLI", "WorkflowExamples", "DurableWorkflow", "WorkflowLMDB", "WorkflowPostgres", "WorkflowSignals", "Workflow", "LMDB",
                 "TestSupport",
-                "TestWorkflows", "wfctl", "counter-demo", "showcase",
+                "TestWorkflows", "wfctl", "counter-demo", "showcase", "hosts-demo",
             ]
         ),
         .testTarget(name: "WorkflowTests", dependencies: ["Workflow", "WorkflowTesting", "WorkflowLogging", "TestSupport", "TestWorkflows", "wf-test-child", "WorkflowLocks"]),

@@ -1,4 +1,5 @@
 #if Postgres
+import Foundation
 import Logging
 
 /// Where a ``PostgresStorage`` connects and how: the server, the schema that holds the store,
@@ -19,6 +20,16 @@ public struct PostgresConfiguration: Sendable {
     /// The most connections the store opens (they are opened as they are needed, and kept). Every
     /// call holds one connection for its duration, so this bounds the calls in flight at once.
     public var maximumConnections: Int
+    /// How long this process's lease on the store lasts without a renewal (renewed every third of
+    /// it). When a process's lease runs out (it crashed, hung or lost the database), the live
+    /// processes may take its instances over; a process that could not renew in time stops
+    /// committing before that can happen.
+    public var leaseTime: Duration = .seconds(10)
+    /// Which machine this process runs on: claims of processes on the same machine are judged by
+    /// whether the process is alive (at once after a crash), those of other machines by their
+    /// lease. Defaults to the host name and the kernel's boot id; containers that share a kernel
+    /// must have distinct host names.
+    public var machine: String = PostgresConfiguration.thisMachine
     /// Whether the store is opened for inspection only: every write fails with `.readOnly`, and
     /// an open neither creates nor migrates the schema.
     public var readOnly: Bool = false
@@ -84,6 +95,15 @@ public struct PostgresConfiguration: Sendable {
         }
         return schema.utf8.allSatisfy { $0 == UInt8(ascii: "_") || ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) }
     }
+
+    /// The host name and boot id of the machine this process runs on.
+    static let thisMachine: String = {
+        var name = [CChar](repeating: 0, count: 256)
+        let host = gethostname(&name, name.count) == 0 ? String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "unknown"
+        let boot = (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        return boot.isEmpty ? host : "\(host)/\(boot)"
+    }()
 
     /// Where the store is, for messages: `host:port/database?schema=name` (no credentials).
     var location: String { "\(host):\(port)/\(database)?schema=\(schema)" }

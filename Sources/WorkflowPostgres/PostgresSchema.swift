@@ -417,7 +417,92 @@ enum PostgresSchema {
                 COMMIT;
             END $$
             """,
-        ]
+        ],
+        [
+            // Hosts: each process that opens the store writable, with a lease on the database's
+            // clock. An instance's claim names its host; a host whose lease ran out loses its
+            // instances to the live hosts.
+            """
+            CREATE TABLE %SCHEMA%.wf_host (
+                host_id     bigint PRIMARY KEY,
+                machine     text NOT NULL,
+                label       text NOT NULL,
+                started_ns  bigint NOT NULL,
+                lease_until timestamptz NOT NULL,
+                takes_over  boolean NOT NULL DEFAULT false
+            )
+            """,
+            "ALTER TABLE %SCHEMA%.wf_instance ADD COLUMN owner_host bigint NOT NULL DEFAULT 0",
+            "CREATE INDEX wf_instance_owner ON %SCHEMA%.wf_instance (owner_host)",
+            "DROP PROCEDURE %SCHEMA%.wf_create",
+            """
+            CREATE PROCEDURE %SCHEMA%.wf_create(
+                p_id text, p_type text, p_codec text, p_status smallint, p_created bigint,
+                p_pid integer, p_start bigint, p_token bigint, p_host bigint, p_records bytea[], INOUT new_key bigint)
+            LANGUAGE plpgsql AS $$
+            BEGIN
+                INSERT INTO %SCHEMA%.wf_instance (id, workflow_type, codec, status, created_ns, updated_ns, last_seq,
+                                                  owner_pid, owner_start, owner_token, owner_host)
+                VALUES (p_id, p_type, p_codec, p_status, p_created, p_created, cardinality(p_records), p_pid, p_start, p_token, p_host)
+                ON CONFLICT (id) DO NOTHING
+                RETURNING instance_key INTO new_key;
+                IF new_key IS NOT NULL THEN
+                    INSERT INTO %SCHEMA%.wf_log (instance_key, seq, record)
+                    SELECT new_key, t.ord, t.rec FROM unnest(p_records) WITH ORDINALITY AS t(rec, ord);
+                END IF;
+                COMMIT;
+            END $$
+            """,
+            "DROP PROCEDURE %SCHEMA%.wf_claim",
+            // Gives the instance to the new claim and host if it still holds the expected ones.
+            """
+            CREATE PROCEDURE %SCHEMA%.wf_claim(
+                p_id text, p_old_pid integer, p_old_start bigint, p_old_token bigint, p_old_host bigint,
+                p_pid integer, p_start bigint, p_token bigint, p_host bigint, INOUT changed boolean)
+            LANGUAGE plpgsql AS $$
+            BEGIN
+                UPDATE %SCHEMA%.wf_instance
+                   SET owner_pid = p_pid, owner_start = p_start, owner_token = p_token, owner_host = p_host
+                 WHERE id = p_id AND owner_pid = p_old_pid AND owner_start = p_old_start AND owner_token = p_old_token
+                   AND owner_host = p_old_host;
+                changed := FOUND;
+                COMMIT;
+            END $$
+            """,
+            // Registers the host or renews its lease for `p_lease_ms` from now, on the server's clock.
+            """
+            CREATE PROCEDURE %SCHEMA%.wf_host_renew(
+                p_host bigint, p_machine text, p_label text, p_started bigint, p_lease_ms bigint, INOUT o_renewed boolean)
+            LANGUAGE plpgsql AS $$
+            BEGIN
+                INSERT INTO %SCHEMA%.wf_host (host_id, machine, label, started_ns, lease_until)
+                VALUES (p_host, p_machine, p_label, p_started, clock_timestamp() + p_lease_ms * interval '1 millisecond')
+                ON CONFLICT (host_id) DO UPDATE SET lease_until = EXCLUDED.lease_until;
+                DELETE FROM %SCHEMA%.wf_host WHERE lease_until < clock_timestamp() - interval '1 day';
+                o_renewed := true;
+                COMMIT;
+            END $$
+            """,
+            // The host takes over instances of hosts that are gone: they are spread over such hosts.
+            """
+            CREATE PROCEDURE %SCHEMA%.wf_host_takes_over(p_host bigint, INOUT o_marked boolean)
+            LANGUAGE plpgsql AS $$
+            BEGIN
+                UPDATE %SCHEMA%.wf_host SET takes_over = true WHERE host_id = p_host;
+                o_marked := FOUND;
+                COMMIT;
+            END $$
+            """,
+            """
+            CREATE PROCEDURE %SCHEMA%.wf_host_leave(p_host bigint, INOUT o_left boolean)
+            LANGUAGE plpgsql AS $$
+            BEGIN
+                DELETE FROM %SCHEMA%.wf_host WHERE host_id = p_host;
+                o_left := FOUND;
+                COMMIT;
+            END $$
+            """,
+        ],
     ]
 
     /// `statement` for the store in `schema`.

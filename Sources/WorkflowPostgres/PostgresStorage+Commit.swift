@@ -6,6 +6,7 @@ import WorkflowStorage
 extension PostgresStorage {
     public func commit(_ request: CommitRequest) throws(StorageFailure) -> [CommitOutcome] {
         guard !request.changes.isEmpty else { return [] }
+        try requireLease("commit")
         var keys: [Int64] = [], ids: [String] = [], pids: [Int32] = [], starts: [Int64] = [], tokens: [Int64] = []
         var firsts: [Int64] = [], counts: [Int32] = [], updated: [Int64] = []
         var entryOwners: [Int32] = [], entrySequences: [Int64] = [], records: [ByteBuffer] = []

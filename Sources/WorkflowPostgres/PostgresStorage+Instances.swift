@@ -11,12 +11,14 @@ extension PostgresStorage {
         guard new.entries.firstSequence == 1, !new.entries.isEmpty else {
             throw failure(.invalidInput, "create", "a new instance's log starts at sequence 1 with at least one entry")
         }
+        if !new.claim.isNone { try requireLease("create") }
+        let host = new.claim.isNone ? 0 : hostID
         let key = try write("create") { connection -> Int64? in
             let rows = try self.rows(
                 """
                 CALL \(unescaped: self.schema).wf_create(\(new.id), \(new.workflowType), \(new.codec), \(Self.code(new.status)), \
                 \(new.created), \(new.claim.pid), \(Int64(bitPattern: new.claim.processStart)), \(Int64(bitPattern: new.claim.token)), \
-                \(Self.buffers(new.entries)), NULL)
+                \(host), \(Self.buffers(new.entries)), NULL)
                 """, on: connection)
             return try rows.first?.decode(Int64?.self)
         }
@@ -50,17 +52,29 @@ extension PostgresStorage {
         }
     }
 
+    /// Gives the instance to `claim` when nobody holds it; when this process holds it, or a
+    /// process of this machine whose lease has not run out, when `takingOverIf` lets go of the
+    /// holder (the engine knows this machine's processes); when a process of another machine
+    /// holds it, only once that process's lease has run out. Read, decided, then set by
+    /// compare-and-set: a claim that changed in between is read again.
     public func claim(id: String, as claim: InstanceClaim, takingOverIf: (InstanceClaim) -> Bool) throws(StorageFailure) -> ClaimOutcome {
-        // Read, decide, then compare-and-set: a claim that changed in between is read again.
+        try requireLease("claim")
         while true {
-            guard let stored = try instance(id: id) else { return .notFound }
-            if !stored.claim.isNone, !takingOverIf(stored.claim) { return .held(by: stored.claim) }
+            guard let (stored, holder) = try ownership(of: id) else { return .notFound }
+            if !stored.claim.isNone {
+                let mayTakeOver = switch holder {
+                case .thisProcess, .thisMachine, .unknown: takingOverIf(stored.claim)
+                case .otherMachine: false
+                case .expired: true
+                }
+                if !mayTakeOver { return .held(by: stored.claim) }
+            }
             let changed = try write("claim") { connection -> Bool in
                 let rows = try self.rows(
                     """
                     CALL \(unescaped: self.schema).wf_claim(\(id), \(stored.claim.pid), \(Int64(bitPattern: stored.claim.processStart)), \
-                    \(Int64(bitPattern: stored.claim.token)), \(claim.pid), \(Int64(bitPattern: claim.processStart)), \
-                    \(Int64(bitPattern: claim.token)), NULL)
+                    \(Int64(bitPattern: stored.claim.token)), \(holder.host), \(claim.pid), \(Int64(bitPattern: claim.processStart)), \
+                    \(Int64(bitPattern: claim.token)), \(self.hostID), NULL)
                     """, on: connection)
                 return try rows.first?.decode(Bool.self) ?? false
             }
@@ -78,8 +92,105 @@ extension PostgresStorage {
             _ = try self.rows(
                 """
                 CALL \(unescaped: self.schema).wf_claim(\(id), \(claim.pid), \(Int64(bitPattern: claim.processStart)), \
-                \(Int64(bitPattern: claim.token)), 0, 0, 0, NULL)
+                \(Int64(bitPattern: claim.token)), \(self.hostID), 0, 0, 0, 0, NULL)
                 """, on: connection)
+        }
+    }
+
+    /// The ids of the running instances this process should take over, in id order: those nobody
+    /// holds and those whose host's lease ran out, spread by a hash of the id over the live hosts
+    /// that call this method (each goes to one of them; when one joins or leaves, some move;
+    /// processes that never call it, such as tools, get none). Empty while this
+    /// process's own lease is not held. A service calls it every few seconds and resumes each
+    /// (`store.resume(id:as:configuration:)`): replay rebuilds the state, and workers restart
+    /// with the idempotency keys they had.
+    public func instancesToTakeOver() throws(StorageFailure) -> [String] {
+        guard let lease, lease.isHeld else { return [] }
+        do {
+            try lease.markTakesOver()
+        } catch {
+            throw storageFailure(error, operation: "list instances to take over")
+        }
+        let (candidates, liveHosts) = try run("list instances to take over") { connection -> ([String], [Int64]) in
+            let candidates = try self.rows(
+                """
+                SELECT i.id FROM \(unescaped: self.schema).wf_instance i
+                  LEFT JOIN \(unescaped: self.schema).wf_host h ON h.host_id = i.owner_host AND h.lease_until > clock_timestamp()
+                 WHERE i.status = 0 AND (i.owner_pid = 0 OR (i.owner_host <> 0 AND h.host_id IS NULL))
+                 ORDER BY i.id COLLATE "C"
+                """, on: connection
+            ).map { try $0.decode(String.self) }
+            let hosts = try self.rows(
+                """
+                SELECT host_id FROM \(unescaped: self.schema).wf_host WHERE lease_until > clock_timestamp() AND takes_over ORDER BY host_id
+                """, on: connection
+            ).map { try $0.decode(Int64.self) }
+            return (candidates, hosts)
+        }
+        guard let index = liveHosts.firstIndex(of: lease.id) else { return [] }
+        return candidates.filter { Int(Self.stableHash($0) % UInt64(liveHosts.count)) == index }
+    }
+
+    /// FNV-1a of the id's UTF-8 bytes: the same in every process (unlike `hashValue`).
+    static func stableHash(_ id: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in id.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return hash
+    }
+
+    /// Who holds an instance, as far as taking it over goes.
+    enum Holder {
+        /// This store object's host.
+        case thisProcess(host: Int64)
+        /// A host on this machine whose lease has not run out.
+        case thisMachine(host: Int64)
+        /// A host on another machine whose lease has not run out.
+        case otherMachine(host: Int64)
+        /// A host whose lease ran out (or that left).
+        case expired(host: Int64)
+        /// No host recorded (an instance claimed before hosts were recorded, or not claimed).
+        case unknown
+
+        var host: Int64 {
+            switch self {
+            case .thisProcess(let host), .thisMachine(let host), .otherMachine(let host), .expired(let host): host
+            case .unknown: 0
+            }
+        }
+    }
+
+    /// The instance and who holds it, read in one statement.
+    func ownership(of id: String) throws(StorageFailure) -> (StoredInstance, Holder)? {
+        try run("read instance") { connection -> (StoredInstance, Holder)? in
+            let rows = try self.rows(
+                """
+                SELECT \(unescaped: Self.instanceColumns.split(separator: ",").map { "i." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")),
+                       i.owner_host, h.machine, h.lease_until > clock_timestamp()
+                  FROM \(unescaped: self.schema).wf_instance i
+                  LEFT JOIN \(unescaped: self.schema).wf_host h ON h.host_id = i.owner_host
+                 WHERE i.id = \(id)
+                """, on: connection)
+            guard let row = rows.first else { return nil }
+            let stored = try self.storedInstance(row)
+            let columns = row.makeRandomAccess()
+            let host = try columns[12].decode(Int64.self)
+            let machine = try columns[13].decode(String?.self), live = try columns[14].decode(Bool?.self)
+            let holder: Holder
+            if host == 0 {
+                holder = .unknown
+            } else if host == self.hostID {
+                holder = .thisProcess(host: host)
+            } else if live != true {
+                holder = .expired(host: host)
+            } else if machine == self.configuration.machine {
+                holder = .thisMachine(host: host)
+            } else {
+                holder = .otherMachine(host: host)
+            }
+            return (stored, holder)
         }
     }
 

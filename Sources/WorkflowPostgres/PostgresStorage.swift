@@ -2,6 +2,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import WorkflowLocks
 import WorkflowStorage
 
 /// A store in a PostgreSQL database: one schema holds the instances, their logs, snapshots and
@@ -27,6 +28,8 @@ public final class PostgresStorage: StorageBackend {
     let changes: PostgresChanges
     /// The schema, to write into SQL (checked to be a plain identifier).
     let schema: String
+    /// This process's host registration (none when opened read-only).
+    private let hostLease = Lock<PostgresHostLease?>(nil)
 
     private init(configuration: PostgresConfiguration) {
         self.configuration = configuration
@@ -45,13 +48,41 @@ public final class PostgresStorage: StorageBackend {
             throw storage.failure(.invalidInput, "open", "'\(configuration.schema)' is not a schema name the store accepts",
                                   recovery: "Use lowercase letters, digits and underscores, starting with a letter or underscore")
         }
-        if configuration.readOnly { try storage.checkFormat() } else { try storage.migrate() }
+        if configuration.readOnly {
+            try storage.checkFormat()
+        } else {
+            try storage.migrate()
+            do {
+                let lease = try PostgresHostLease(configuration: configuration, connections: storage.connections)
+                storage.hostLease.withLock { $0 = lease }
+            } catch {
+                throw storage.storageFailure(error, operation: "open")
+            }
+        }
         return storage
     }
 
-    /// Closes the store's connections (calls after this fail). Releasing the store does the same.
+    /// Leaves the store: ends this process's lease (live hosts may take over at once what it
+    /// still holds) and closes its connections; calls after this fail. Releasing the store
+    /// closes the connections too, and its lease then runs out by itself.
     public func close() {
+        hostLease.withLock { $0 }?.leave()
         connections.close()
+    }
+
+    /// This process's host registration, when opened writable.
+    var lease: PostgresHostLease? { hostLease.withLock { $0 } }
+
+    /// This process's host id in claims (0 when read-only).
+    var hostID: Int64 { lease?.id ?? 0 }
+
+    /// Fails when this process's lease has run out: it may no longer commit or claim.
+    func requireLease(_ operation: String) throws(StorageFailure) {
+        guard let lease, !lease.isHeld else { return }
+        throw failure(
+            .unavailable, operation,
+            "this process's lease on the store ran out (it could not renew it within \(configuration.leaseTime)); its instances may be taken over",
+            recovery: "Check the connection to the database; resume the instances once it is back (resume checks ownership again)")
     }
 
     // MARK: Migrations

@@ -37,5 +37,39 @@ struct WFCtlPostgresTests {
         #expect(missing.code == 3)
         #expect(missing.lines.joined().contains("holds no workflow store"), "\(missing.lines)")
     }
+
+    @Test("the hosts demo: two hosts share four instances; when one is killed, the other takes its instances over")
+    func hostsDemo() async throws {
+        let url = try #require(freshStoreURL())
+        let demo = (ChildProcess.helperPath as NSString).deletingLastPathComponent + "/hosts-demo"
+        let create = try ChildProcess(["create", url, "4"], executable: demo, mergeStandardError: true)
+        #expect(create.readRemainingLines() == ["created 4 instances, held by no host"])
+        #expect(try create.waitForExit() == 0)
+        let a = try ChildProcess(["host", url, "machine-a"], executable: demo, mergeStandardError: true)
+        let b = try ChildProcess(["host", url, "machine-b"], executable: demo, mergeStandardError: true)
+        defer {
+            a.kill()
+            b.kill()
+        }
+        // Both run until every order is taken, then a dies.
+        var taken: Set<String> = []
+        let start = ContinuousClock.now
+        while taken.count < 4, ContinuousClock.now - start < .seconds(20) {
+            for host in [a, b] {
+                while let line = host.readLine(timeout: .milliseconds(20)) {
+                    if line.contains("took over") { taken.insert(String(line.split(separator: " ")[3])) }
+                }
+            }
+        }
+        #expect(taken.count == 4, "taken: \(taken)")
+        a.kill()
+        _ = try a.waitForExit()
+        let line = b.readLine(until: { $0.hasPrefix("machine-b: runs") && $0.split(separator: " ").count == 6 }, timeout: .seconds(10))
+        #expect(line != nil, "machine-b runs all four orders after machine-a died")
+        let list = try ChildProcess(["list", url], executable: demo, mergeStandardError: true)
+        let held = list.readRemainingLines()
+        #expect(held.count == 4 && held.allSatisfy { $0.hasSuffix("held by pid \(b.pid)") }, "\(held)")
+        _ = try list.waitForExit()
+    }
 }
 #endif

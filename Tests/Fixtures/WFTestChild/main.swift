@@ -10,6 +10,7 @@ import WorkflowFeedback
 import WorkflowSignals
 import TestWorkflows
 import Workflow
+import WorkflowLocks
 #if Postgres
 import WorkflowPostgres
 #endif
@@ -41,6 +42,15 @@ func openStore(_ location: String, checkpointEntries: Int? = nil) throws -> Work
     }
     if let checkpointEntries { return try WorkflowStore.open(path: location, checkpointEntries: checkpointEntries) }
     return try WorkflowStore.open(path: location)
+}
+
+/// The ids of the instances a host runs (its driving tasks remove theirs when they end).
+final class RunningSet: Sendable {
+    private let ids = Lock<Set<String>>([])
+
+    /// Adds `id`; whether it was absent.
+    func insert(_ id: String) -> Bool { ids.withLock { $0.insert(id).inserted } }
+    func remove(_ id: String) { _ = ids.withLock { $0.remove(id) } }
 }
 
 func fail(_ message: String) -> Never {
@@ -315,6 +325,51 @@ do {
         usleep(500_000)
         try data.write(to: URL(fileURLWithPath: target + "/data.mdb"))
         say("created")
+
+    case "pg-host":
+        // pg-host URL MACHINE MODE LEASE_MS: a host of a PostgreSQL store on machine MACHINE with
+        // leases of LEASE_MS; prints "host ready", then every 50 ms takes over the instances the
+        // store assigns it (printing "state ID APPLIED COUNT" after each resume) and drives each
+        // with `await sendAndWait(Add(amount: n))` for n = applied+1, ..., printing "ack ID n"
+        // once n is committed, and "lost ID" when a send fails (the instance was taken away).
+        #if Postgres
+        guard var configuration = PostgresConfiguration(url: arguments[1]) else { fail("not a PostgreSQL URL: \(arguments[1])") }
+        configuration.machine = arguments[2]
+        configuration.leaseTime = .milliseconds(Int(arguments[4])!)
+        let mode: DurableConfiguration.Mode = arguments[3] == "grouped" ? .grouped(maxBatch: 64, maxDelay: .milliseconds(2)) : .strict
+        let storage = try PostgresStorage.open(configuration)
+        let store = WorkflowStore(backend: storage)
+        let counters = DurableConfiguration(mode: mode, actions: DurableCounter.actions, snapshotEvery: 50)
+        let running = RunningSet()
+        say("host ready")
+        while true {
+            for id in try storage.instancesToTakeOver() where running.insert(id) {
+                let host: WorkflowHost<DurableCounter>
+                do {
+                    host = try store.resume(id: id, as: DurableCounter.self, configuration: counters)
+                } catch {
+                    say("skip \(id) \(error)")
+                    running.remove(id)
+                    continue
+                }
+                let applied = host.rendering.state.applied
+                say("state \(id) \(applied) \(host.rendering.state.count)")
+                Task.detached {
+                    var next = applied + 1
+                    while await host.rendering.sink.sendAndWait(.init(amount: next)) {
+                        say("ack \(id) \(next)")
+                        next += 1
+                    }
+                    say("lost \(id)")
+                    await host.stopAndWait()
+                    running.remove(id)
+                }
+            }
+            usleep(50_000)
+        }
+        #else
+        fail("built without the Postgres trait")
+        #endif
 
     case "resume-counter":
         // resume-counter STORE ID: resumes DurableCounter instance ID and prints "count N", or

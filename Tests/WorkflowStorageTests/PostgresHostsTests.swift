@@ -1,0 +1,177 @@
+#if Postgres
+import DurableWorkflow
+import Foundation
+import PostgresNIO
+import TestSupport
+import TestWorkflows
+import Testing
+import WorkflowPostgres
+import WorkflowStorage
+
+/// Several host processes on one PostgreSQL store, each standing for a machine of its own (a
+/// machine name of its own, so that claims are judged by leases, not by process liveness).
+@Suite("PostgreSQL hosts: leases, takeover, fencing", .serialized, .enabled(if: PostgresTestServer.configuration != nil))
+struct PostgresHostsTests {
+    static let leaseMilliseconds = 1_000
+
+    /// A store of running counter instances `ids` that no host holds; returns its URL.
+    static func storeOfReleasedInstances(_ ids: [String]) async throws -> (PostgresConfiguration, String) {
+        let configuration = PostgresBackendTests.fresh()
+        let storage = try PostgresStorage.open(configuration)
+        let store = WorkflowStore(backend: storage)
+        for id in ids {
+            let host = try store.start(DurableCounter(), id: id, configuration: DurableConfiguration(actions: DurableCounter.actions))
+            await host.stopAndWait()
+        }
+        storage.close()
+        let url = "postgres://\(configuration.username)@\(configuration.host):\(configuration.port)/\(configuration.database)?schema=\(configuration.schema)"
+        return (configuration, url)
+    }
+
+    /// One host process and what it printed that matters.
+    final class HostProcess {
+        let child: ChildProcess
+        let machine: String
+        /// Instances it resumed and has not lost.
+        var running: Set<String> = []
+
+        init(url: String, machine: String, mode: String) throws {
+            self.machine = machine
+            child = try ChildProcess(["pg-host", url, machine, mode, "\(PostgresHostsTests.leaseMilliseconds)"], mergeStandardError: true)
+        }
+    }
+
+    /// What every host acknowledged and resumed, checked as lines arrive.
+    struct Ledger {
+        var acknowledged: [String: Int] = [:]
+        /// When each instance was last resumed.
+        var resumed: [String: ContinuousClock.Instant] = [:]
+
+        mutating func note(_ line: String, from host: HostProcess) {
+            let fields = line.split(separator: " ").map(String.init)
+            switch fields.first {
+            case "ack" where fields.count == 3:
+                acknowledged[fields[1]] = max(acknowledged[fields[1]] ?? 0, Int(fields[2]) ?? 0)
+            case "state" where fields.count == 4:
+                let id = fields[1], applied = Int(fields[2]) ?? -1, count = Int(fields[3]) ?? -1
+                // The resumed state holds every acknowledged action, applied exactly once.
+                #expect(applied >= (acknowledged[id] ?? 0), "\(host.machine) resumed \(id) with \(applied) applied, \(acknowledged[id] ?? 0) acknowledged")
+                #expect(count == applied * (applied + 1) / 2, "\(host.machine) resumed \(id) with count \(count), not 1+...+\(applied)")
+                host.running.insert(id)
+                resumed[id] = .now
+            case "lost" where fields.count == 2:
+                host.running.remove(fields[1])
+            case "host", "skip":
+                break
+            default:
+                Issue.record("\(host.machine): \(line)")
+            }
+        }
+
+        /// Reads what `hosts` printed for `duration`.
+        mutating func read(_ hosts: [HostProcess], for duration: Duration) {
+            let deadline = ContinuousClock.now + duration
+            while ContinuousClock.now < deadline {
+                for host in hosts {
+                    while let line = host.child.readLine(timeout: .milliseconds(2)) { note(line, from: host) }
+                }
+            }
+        }
+    }
+
+    @Test(
+        "three hosts, one killed with SIGKILL 20 times: its instances are taken over within the lease + 2 s, nothing acknowledged is lost or applied twice",
+        arguments: ["strict", "grouped"]
+    )
+    func killedHosts(mode: String) async throws {
+        let ids = (0..<9).map { "i\($0)" }
+        let (configuration, url) = try await Self.storeOfReleasedInstances(ids)
+        var hosts = try ["a", "b", "c"].map { try HostProcess(url: url, machine: "machine-\($0)", mode: mode) }
+        var ledger = Ledger()
+        ledger.read(hosts, for: .seconds(2))
+        #expect(Set(hosts.flatMap(\.running)) == Set(ids), "every instance runs somewhere: \(hosts.map(\.running))")
+        var slowest: Duration = .zero
+        for kill in 0..<TestLoad.scaled(20) {
+            ledger.read(hosts, for: .milliseconds(Int.random(in: 200...600)))
+            let victim = Int.random(in: 0..<hosts.count)
+            let orphans = hosts[victim].running
+            hosts[victim].child.kill()
+            let killed = ContinuousClock.now
+            for line in hosts[victim].child.readRemainingLines(timeout: .seconds(5)) { ledger.note(line, from: hosts[victim]) }
+            #expect(try hosts[victim].child.waitForExit() == 128 + SIGKILL)
+            // Half the time the host comes back on the same machine, half on a new one.
+            let machine = kill % 2 == 0 ? hosts[victim].machine : "machine-\(kill)"
+            hosts[victim] = try HostProcess(url: url, machine: machine, mode: mode)
+            // Every orphan is resumed by some host within the lease time plus 2 s.
+            let limit = Duration.milliseconds(Self.leaseMilliseconds) + .seconds(2)
+            while ContinuousClock.now - killed < limit + .seconds(1),
+                  !orphans.allSatisfy({ id in ledger.resumed[id].map { $0 > killed } ?? false }) {
+                ledger.read(hosts, for: .milliseconds(50))
+            }
+            for id in orphans {
+                guard let resumed = ledger.resumed[id], resumed > killed else {
+                    Issue.record("kill \(kill): \(id) was not taken over")
+                    continue
+                }
+                slowest = max(slowest, resumed - killed)
+            }
+        }
+        #expect(slowest <= .milliseconds(Self.leaseMilliseconds) + .seconds(2), "slowest takeover \(slowest)")
+        for host in hosts { host.child.kill() }
+        for host in hosts {
+            for line in host.child.readRemainingLines(timeout: .seconds(5)) { ledger.note(line, from: host) }
+            _ = try host.child.waitForExit()
+        }
+        #expect(ledger.acknowledged.count == ids.count, "every instance acknowledged actions: \(ledger.acknowledged)")
+
+        // This process takes every instance over once the hosts' leases ran out.
+        try await Task.sleep(for: .milliseconds(Self.leaseMilliseconds + 300))
+        let storage = try PostgresStorage.open(configuration)
+        let store = WorkflowStore(backend: storage)
+        let counters = DurableConfiguration(actions: DurableCounter.actions)
+        for id in ids {
+            let host = try store.resume(id: id, as: DurableCounter.self, configuration: counters)
+            let state = host.rendering.state
+            #expect(state.applied >= ledger.acknowledged[id] ?? 0, "\(id): \(state.applied) applied, \(ledger.acknowledged[id] ?? 0) acknowledged")
+            #expect(state.count == state.applied * (state.applied + 1) / 2)
+            #expect(try store.entries(of: id).map(\.sequence) == Array(1...UInt64(state.applied + 1)))
+            await host.stopAndWait()
+            let report = try store.verify(id: id, as: DurableCounter.self, configuration: counters)
+            #expect(report.isConsistent, "\(String(describing: report.problem))")
+        }
+        print("takeover after SIGKILL, slowest of \(TestLoad.scaled(20)) kills (\(mode)): \(slowest)")
+    }
+
+    @Test("a host stalled past its lease loses its instance to another host, writes nothing after the takeover, and stops it")
+    func stalledHostIsFenced() async throws {
+        let (configuration, url) = try await Self.storeOfReleasedInstances(["s"])
+        let stalled = try HostProcess(url: url, machine: "machine-stalled", mode: "strict")
+        var ledger = Ledger()
+        ledger.read([stalled], for: .seconds(1))
+        #expect(stalled.running == ["s"])
+        kill(stalled.child.pid, SIGSTOP)
+        try await Task.sleep(for: .milliseconds(Self.leaseMilliseconds + 500))
+        let taker = try HostProcess(url: url, machine: "machine-taker", mode: "strict")
+        ledger.read([taker], for: .seconds(1))
+        #expect(taker.running == ["s"], "the other host took the instance over")
+        kill(stalled.child.pid, SIGCONT)
+        ledger.read([stalled, taker], for: .seconds(2))
+        #expect(!stalled.running.contains("s"), "the stalled host said it lost the instance")
+        for host in [stalled, taker] {
+            host.child.kill()
+            for line in host.child.readRemainingLines(timeout: .seconds(5)) { ledger.note(line, from: host) }
+            _ = try host.child.waitForExit()
+        }
+        // One history: dense, each action applied once, every acknowledgement in it.
+        try await Task.sleep(for: .milliseconds(Self.leaseMilliseconds + 300))
+        let store = WorkflowStore(backend: try PostgresStorage.open(configuration))
+        let counters = DurableConfiguration(actions: DurableCounter.actions)
+        let host = try store.resume(id: "s", as: DurableCounter.self, configuration: counters)
+        let state = host.rendering.state
+        #expect(state.applied >= ledger.acknowledged["s"] ?? 0)
+        #expect(state.count == state.applied * (state.applied + 1) / 2)
+        #expect(try store.entries(of: "s").map(\.sequence) == Array(1...UInt64(state.applied + 1)))
+        await host.stopAndWait()
+    }
+}
+#endif
