@@ -7,7 +7,9 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         // Named, so that the products below are found whatever the clone's folder is called.
-        .package(name: "DurableWorkflow", path: "../"),
+        // With the Postgres trait: the postgres scenario measures the PostgreSQL backend.
+        .package(name: "DurableWorkflow", path: "../", traits: ["Postgres"]),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
     ],
@@ -21,6 +23,8 @@ let package = Package(
                 .product(name: "WorkflowLMDB", package: "DurableWorkflow"),
                 .product(name: "WorkflowSignals", package: "DurableWorkflow"),
                 .product(name: "WorkflowFeedback", package: "DurableWorkflow"),
+                .product(name: "WorkflowPostgres", package: "DurableWorkflow"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],

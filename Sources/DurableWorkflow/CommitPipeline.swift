@@ -3,50 +3,93 @@ import Workflow
 import WorkflowLocks
 import WorkflowStorage
 
-/// The store's one commit path: every instance's batches wait here, and one committer at a time
-/// takes everything waiting, from every instance, into one transaction, commits it once and then
+/// The store's one commit path: every instance's batches wait here, and a committer takes
+/// everything waiting, from every instance, into one transaction, commits it once and then
 /// settles each instance (its committed sequence, observers, attachments, its host's notice).
 ///
 /// Concurrent hosts therefore share commits and their syncs, as concurrent transactions share a
-/// WAL flush in a database server. The committer is whoever finds the pipeline idle: a host that
-/// must wait for its commit (strict, processCrashSafe, stop) commits on its own thread, taking
-/// along whatever else waits, and returns once its own entries are settled; a host that hands a
-/// batch off (group commits) wakes a background committer, which commits round after round
-/// until nothing waits. No round waits for more work to arrive: a lone client is committed at
-/// once.
+/// WAL flush in a database server. The committer is whoever finds room for one: a host that must
+/// wait for its commit (strict, processCrashSafe, stop) commits on its own thread, taking along
+/// whatever else waits, and returns once its own entries are settled; a host that hands a batch
+/// off (group commits) wakes a background committer, which commits round after round until
+/// nothing waits. No round waits for more work to arrive: a lone client is committed at once.
 ///
-/// One instance's batches go in the order they were handed in (a writer is taken by one round at
-/// a time, and rounds do not overlap). An instance refused in a round (another host owns it) or
-/// whose action cannot be encoded fails alone, with nothing of it written. A failed commit fails
-/// every instance that had entries in it.
+/// As many rounds may be in flight at once as the backend takes commits at once
+/// (``StorageBackend/concurrentCommits``: one for LMDB, whose writes are serial; several for a
+/// database server, where a commit is a round trip). A writer is in at most one round at a time,
+/// so one instance's batches go in the order they were handed in; a writer whose round is in
+/// flight waits in the list, and the committer of that round takes it next. An instance refused
+/// in a round (another host owns it) or whose action cannot be encoded fails alone, with nothing
+/// of it written. A failed commit fails every instance that had entries in it.
 final class CommitPipeline: Sendable {
-    private let state = Lock(State())
+    private let state: Lock<State>
 
-    /// Whether a committer is at work, and who waits for the next round.
+    /// The committers at work, who waits for a round, and whose round is in flight.
     private struct State {
         var phase = Phase.idle
+        /// How many rounds may be in flight at once.
+        let concurrency: Int
         /// Writers with batches waiting, each once, in the order they first handed one in.
         var ready: [LogWriter] = []
+        /// Writers taken by a round that has not ended.
+        var inFlight: Set<ObjectIdentifier> = []
+
+        /// Whether a waiting writer can go in a new round now.
+        var hasTakeable: Bool { ready.contains { !inFlight.contains(ObjectIdentifier($0)) } }
+
+        /// Whether another committer may start.
+        var hasRoom: Bool {
+            switch phase {
+            case .idle: true
+            case .committing(let committers): committers < concurrency
+            }
+        }
+
+        /// Takes every waiting writer that is not in flight, for a new round.
+        mutating func takeRound() -> [LogWriter] {
+            var taken: [LogWriter] = [], kept: [LogWriter] = []
+            for writer in ready {
+                if inFlight.insert(ObjectIdentifier(writer)).inserted { taken.append(writer) } else { kept.append(writer) }
+            }
+            ready = kept
+            return taken
+        }
+
+        mutating func startCommitter() {
+            switch phase {
+            case .idle: phase = .committing(committers: 1)
+            case .committing(let committers): phase = .committing(committers: committers + 1)
+            }
+        }
+
+        mutating func endCommitter() {
+            if case .committing(let committers) = phase { phase = committers > 1 ? .committing(committers: committers - 1) : .idle }
+        }
     }
 
     /// The pipeline's lifecycle.
-    enum Phase {
+    enum Phase: Equatable {
         /// Nothing is being committed: the next writer to hand in a batch starts a committer.
         case idle
-        /// A committer (a host's thread or a background worker) runs rounds until nothing waits.
-        case committing
+        /// Committers (hosts' threads or background workers) run rounds until nothing they can
+        /// take waits; at most the backend's number of concurrent commits.
+        case committing(committers: Int)
+    }
+
+    init(concurrency: Int) {
+        state = Lock(State(concurrency: max(1, concurrency)))
     }
 
     /// Whether a committer is at work now (a moment later it may not be).
-    var isCommitting: Bool { state.withLock { $0.phase == .committing } }
+    var isCommitting: Bool { state.withLock { $0.phase != .idle } }
 
     /// `writer` has batches waiting for a background commit (it was not listed yet): lists it
-    /// for the next round, and starts a background committer if none runs.
+    /// for the next round, and starts a background committer if there is room for one.
     func submit(_ writer: LogWriter) {
         let startCommitter = state.withLock { state -> Bool in
             state.ready.append(writer)
-            guard state.phase == .idle else { return false }
-            state.phase = .committing
+            guard state.hasRoom, state.hasTakeable else { return false }
+            state.startCommitter()
             return true
         }
         if startCommitter { DispatchQueue.global().async { self.commitInBackground() } }
@@ -54,70 +97,80 @@ final class CommitPipeline: Sendable {
 
     /// Lists `writer` (when `list`: it has batches waiting and was not listed yet), then runs on
     /// the caller's thread until the writer says its entries through the last it handed in are
-    /// settled: commits rounds itself while no other committer runs, else waits for the one
-    /// that does. Anything still waiting when it is done goes to a background committer.
+    /// settled: commits rounds itself while there is room for a committer, else waits for a
+    /// round of its writer. Anything still waiting when it is done goes to a background committer.
     func commit(_ writer: LogWriter, list: Bool) {
         var list = list
         while true {
-            let lead = state.withLock { state -> Bool in
+            let lead = state.withLock { state -> [LogWriter]? in
                 if list { state.ready.append(writer) }
-                guard state.phase == .idle else { return false }
-                state.phase = .committing
-                return true
+                guard state.hasRoom, state.hasTakeable else { return nil }
+                state.startCommitter()
+                return state.takeRound()
             }
             list = false
-            guard lead else {
+            guard var round = lead else {
                 if writer.isSettled { return }
                 writer.waitForRound()
                 continue
             }
             while true {
-                commitRound()
-                let next = state.withLock { state -> Phase? in
-                    if state.ready.isEmpty {
-                        state.phase = .idle
-                        return .idle
+                commitRound(round)
+                enum Next { case done, handOver, wait, round([LogWriter]) }
+                let next = state.withLock { state -> Next in
+                    if writer.isSettled {
+                        // This committer's place goes to a background one if anything can go.
+                        if state.hasTakeable { return .handOver }
+                        state.endCommitter()
+                        return .done
                     }
-                    return writer.isSettled ? .committing : nil
+                    let taken = state.takeRound()
+                    if !taken.isEmpty { return .round(taken) }
+                    // The writer is in another committer's round: wait for it.
+                    state.endCommitter()
+                    return .wait
                 }
                 switch next {
-                case .idle?: return
-                case .committing?:
+                case .done: return
+                case .handOver:
                     DispatchQueue.global().async { self.commitInBackground() }
                     return
-                case nil: continue
+                case .wait: break
+                case .round(let taken):
+                    round = taken
+                    continue
                 }
+                break
             }
         }
     }
 
-    /// The background committer: rounds until nothing waits.
+    /// A background committer: rounds until nothing it can take waits.
     private func commitInBackground() {
         while true {
-            let idle = state.withLock { state -> Bool in
-                if state.ready.isEmpty {
-                    state.phase = .idle
-                    return true
-                }
-                return false
+            let round = state.withLock { state -> [LogWriter] in
+                let taken = state.takeRound()
+                if taken.isEmpty { state.endCommitter() }
+                return taken
             }
-            if idle { return }
-            commitRound()
+            if round.isEmpty { return }
+            commitRound(round)
         }
     }
 
-    /// Takes every writer waiting, writes their batches in one transaction and settles them.
-    private func commitRound() {
-        let writers = state.withLock { state -> [LogWriter] in
-            defer { state.ready = [] }
-            return state.ready
-        }
+    /// Takes the waiting batches of `writers` (each now in flight in this round alone), writes
+    /// them in one transaction and settles them; then they may go in another round.
+    private func commitRound(_ writers: [LogWriter]) {
         var round = writers.compactMap { $0.takeForCommit() }
-        guard let store = round.first?.writer.store else { return }
-        let started = ContinuousClock.now
-        Self.write(&round, store: store)
-        let duration = ContinuousClock.now - started
-        for participant in round { participant.writer.settle(participant, duration: duration) }
+        if let store = round.first?.writer.store {
+            let started = ContinuousClock.now
+            Self.write(&round, store: store)
+            let duration = ContinuousClock.now - started
+            for participant in round { participant.writer.settle(participant, duration: duration) }
+        }
+        state.withLock { state in
+            for writer in writers { state.inFlight.remove(ObjectIdentifier(writer)) }
+        }
     }
 
     /// Commits the round as one request. A participant whose actions cannot be encoded, or whom

@@ -23,12 +23,13 @@ public final class WorkflowStore: Sendable {
     /// The backend that keeps the store.
     public let backend: any StorageBackend
     /// Commits every instance's batches, merging whatever waits into one commit.
-    let pipeline = CommitPipeline()
+    let pipeline: CommitPipeline
 
     /// A store kept by `backend`.
     public init(backend: any StorageBackend) {
         self.backend = backend
         self.path = backend.location
+        self.pipeline = CommitPipeline(concurrency: backend.concurrentCommits)
     }
 
     /// A store in this process's memory, for tests and previews: **not durable** (everything is

@@ -33,6 +33,10 @@ public struct PostgresConfiguration: Sendable {
     /// Whether the store is opened for inspection only: every write fails with `.readOnly`, and
     /// an open neither creates nor migrates the schema.
     public var readOnly: Bool = false
+    /// How many commits of the store's pipeline may be in flight at once (each on a connection of
+    /// its own, for different instances): while one waits for the server, the next is sent.
+    /// At most `maximumConnections - 1`, so that a connection is left for reads and claims.
+    public var concurrentCommits: Int = 3
     /// Where postgres-nio logs connection events (nothing below warnings unless you lower it).
     public var logger: Logger
 

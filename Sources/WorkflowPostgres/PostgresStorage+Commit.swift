@@ -8,7 +8,7 @@ extension PostgresStorage {
         guard !request.changes.isEmpty else { return [] }
         try requireLease("commit")
         var keys: [Int64] = [], ids: [String] = [], pids: [Int32] = [], starts: [Int64] = [], tokens: [Int64] = []
-        var firsts: [Int64] = [], counts: [Int32] = [], updated: [Int64] = []
+        var firsts: [Int64] = [], counts: [Int32] = [], updated: [Int64] = [], snapshotMaxima: [Int64] = []
         var entryOwners: [Int32] = [], entrySequences: [Int64] = [], records: [ByteBuffer] = []
         var snapshotOwners: [Int32] = [], snapshotSequences: [Int64] = [], snapshots: [ByteBuffer] = []
         var markOwners: [Int32] = [], markConsumers: [UUID] = [], markVersions: [Int64] = [], markTerminates: [Bool] = [], markKeep: [Int32] = []
@@ -22,6 +22,7 @@ extension PostgresStorage {
             firsts.append(Int64(bitPattern: changes.entries.firstSequence))
             counts.append(Int32(changes.entries.count))
             updated.append(changes.updated)
+            snapshotMaxima.append(Int64(bitPattern: changes.snapshots.map(\.sequence).max() ?? 0))
             changes.entries.forEach { sequence, bytes in
                 entryOwners.append(owner)
                 entrySequences.append(Int64(bitPattern: sequence))
@@ -41,17 +42,19 @@ extension PostgresStorage {
             }
         }
         let synced = request.durability == .synced
-        let row = try write("commit") { connection -> PostgresRow in
+        // A deadlock or serialization failure (concurrent commits pruning the same signal's
+        // versions) rolled the whole commit back: it is retried as it was, a few times.
+        let row = try retryingConflicts { () throws(StorageFailure) -> PostgresRow in try write("commit") { connection -> PostgresRow in
             let rows = try self.rows(
                 """
                 CALL \(unescaped: self.schema).wf_commit(\(synced), \(keys), \(ids), \(pids), \(starts), \(tokens), \(firsts), \(counts), \
-                \(updated), \(entryOwners), \(entrySequences), \(records), \(snapshotOwners), \(snapshotSequences), \(snapshots), \
+                \(updated), \(snapshotMaxima), \(entryOwners), \(entrySequences), \(records), \(snapshotOwners), \(snapshotSequences), \(snapshots), \
                 \(markOwners), \(markConsumers), \(markVersions), \(markTerminates), \(markKeep), \
                 NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
                 """, on: connection)
             guard let row = rows.first else { throw DamagedRow(detail: "the commit procedure returned no row") }
             return row
-        }
+        } }
         do {
             let (states, outPids, outStarts, outTokens, statuses, created, outUpdated, lasts, lastSnapshots, types, codecs) = try row.decode(
                 ([Int16], [Int32], [Int64], [Int64], [Int16], [Int64], [Int64], [Int64], [Int64], [String], [String]).self)
@@ -71,6 +74,20 @@ extension PostgresStorage {
             }
         } catch {
             throw storageFailure(error, operation: "commit")
+        }
+    }
+
+    /// Runs `body` again (up to 4 more times) while it fails with SQLSTATE 40P01 or 40001: the
+    /// transaction was rolled back as a whole, so running it again is safe.
+    private func retryingConflicts<Result>(_ body: () throws(StorageFailure) -> Result) throws(StorageFailure) -> Result {
+        var attempt = 0
+        while true {
+            do {
+                return try body()
+            } catch let failure where failure.kind == .busy && attempt < 4
+                && ["40P01", "40001"].contains((failure.underlying as? PSQLError)?.serverInfo?[.sqlState] ?? "") {
+                attempt += 1
+            }
         }
     }
 

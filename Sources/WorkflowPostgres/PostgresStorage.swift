@@ -21,6 +21,7 @@ public final class PostgresStorage: StorageBackend {
     public let location: String
     public var isDurable: Bool { true }
     public var isReadOnly: Bool { configuration.readOnly }
+    public var concurrentCommits: Int { max(1, min(configuration.concurrentCommits, configuration.maximumConnections - 1)) }
 
     let configuration: PostgresConfiguration
     let connections: PostgresConnections

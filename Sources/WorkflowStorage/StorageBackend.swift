@@ -2,8 +2,9 @@
 /// in the engine's terms. LMDB (the embedded default) and an in-memory store implement it; every
 /// implementation passes the same contract suite.
 ///
-/// The engine calls a backend from many threads at once, except ``commit(_:)``, which the store's
-/// commit pipeline calls from one thread at a time, with everything waiting from every instance.
+/// The engine calls a backend from many threads at once. The store's commit pipeline calls
+/// ``commit(_:)`` with everything waiting from every instance, from at most
+/// ``concurrentCommits`` threads at once, never with one instance in two calls at once.
 /// A backend may block the calling thread for its I/O; it never calls back into the engine except
 /// through the closures it is given, and those run on the calling thread before the call returns.
 ///
@@ -42,6 +43,11 @@ public protocol StorageBackend: AnyObject, Sendable {
     func delete(id: String) throws(StorageFailure) -> Bool
 
     // MARK: Commits
+
+    /// How many ``commit(_:)`` calls the backend takes at once, from different threads, for
+    /// different instances: 1 where writes are serial anyway (LMDB); more where a commit is a
+    /// round trip to a server, so that one commit's wait overlaps the next one's.
+    var concurrentCommits: Int { get }
 
     /// Applies `request` atomically: every instance's changes that are not refused, or none.
     /// Returns an outcome per ``CommitRequest/changes`` element, in order. Throws when the
@@ -84,4 +90,9 @@ public protocol StorageBackend: AnyObject, Sendable {
     func checkStructure(progress: (String) -> Void) -> [StoreDamage]
     /// Writes a compact, consistent copy of the whole store to `destination`.
     func copy(to destination: String) throws(StorageFailure)
+}
+
+extension StorageBackend {
+    /// One commit at a time, unless the backend says otherwise.
+    public var concurrentCommits: Int { 1 }
 }

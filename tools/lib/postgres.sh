@@ -1,7 +1,8 @@
 # Sourced by tools/test: a private PostgreSQL server for the suite, on loopback, in a temporary
 # directory, stopped and removed when the script exits.
 #   ensure_postgres   installs PostgreSQL (Debian: postgresql) when its binaries are missing
-#   start_postgres    starts the server and exports WORKFLOW_TEST_POSTGRES (a postgres:// URL)
+#   start_postgres    starts the server and exports WORKFLOW_TEST_POSTGRES (a postgres:// URL);
+#                     without fsync unless WORKFLOW_POSTGRES_FSYNC=on (benchmarks keep it)
 #   stop_postgres     stops it (start_postgres also arranges this at exit)
 
 ensure_postgres() {
@@ -28,13 +29,15 @@ start_postgres() {
     if [ "$(id -u)" -eq 0 ]; then chown postgres:postgres "$PGROOT"; fi
     # The suite kills engine processes, never the database: a server without fsync loses nothing
     # the tests rely on, and starts in about a second.
+    PGSYNC="-c fsync=off"
+    [ "${WORKFLOW_POSTGRES_FSYNC:-off}" = "on" ] && PGSYNC=""
     _as_pg_owner "$PGBIN/initdb" -D "$PGROOT/data" -U postgres --auth=trust --no-sync -E UTF8 >"$PGROOT/initdb.log" 2>&1 ||
         { cat "$PGROOT/initdb.log" >&2; return 1; }
     local attempt
     for attempt in 1 2 3 4 5; do
         PGPORT=$((20000 + RANDOM % 20000))
         if _as_pg_owner "$PGBIN/pg_ctl" -D "$PGROOT/data" -l "$PGROOT/server.log" -w -t 30 -o \
-            "-c listen_addresses=127.0.0.1 -p $PGPORT -k $PGROOT -c fsync=off -c max_connections=200" start >/dev/null; then
+            "-c listen_addresses=127.0.0.1 -p $PGPORT -k $PGROOT $PGSYNC -c max_connections=200" start >/dev/null; then
             trap stop_postgres EXIT
             _write_postgres_ctl
             export WORKFLOW_TEST_POSTGRES="postgres://postgres@127.0.0.1:$PGPORT/postgres"
@@ -58,7 +61,7 @@ _write_postgres_ctl() {
 set -e
 case "\$1" in
     stop) $runas "$PGBIN/pg_ctl" -D "$PGROOT/data" -m immediate stop >/dev/null ;;
-    start) $runas "$PGBIN/pg_ctl" -D "$PGROOT/data" -l "$PGROOT/server.log" -w -t 30 -o "-c listen_addresses=127.0.0.1 -p $PGPORT -k $PGROOT -c fsync=off -c max_connections=200" start >/dev/null ;;
+    start) $runas "$PGBIN/pg_ctl" -D "$PGROOT/data" -l "$PGROOT/server.log" -w -t 30 -o "-c listen_addresses=127.0.0.1 -p $PGPORT -k $PGROOT $PGSYNC -c max_connections=200" start >/dev/null ;;
     *) echo "usage: \$0 stop|start" >&2; exit 2 ;;
 esac
 EOF

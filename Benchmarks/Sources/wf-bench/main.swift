@@ -28,6 +28,7 @@ let scenarios: [(name: String, run: ((runs: Int, scale: Double)) throws -> [Meas
     (FeedbackScenario.name, { try FeedbackScenario.run(runs: $0.runs, scale: $0.scale, runtime: ceilings["one-node"]) }),
     (ServiceScenario.name, { try ServiceScenario.run(runs: $0.runs, scale: $0.scale) }),
     (SQLiteScenario.name, { try SQLiteScenario.run(runs: $0.runs, scale: $0.scale, ceilings: ceilings) }),
+    (PostgresScenario.name, { try PostgresScenario.run(runs: $0.runs, scale: $0.scale) }),
 ]
 let plannedScenarios: [String] = []
 let needCeilings: Set<String> = ["durable", "replay", "sqlite"]
@@ -98,7 +99,7 @@ for name in wanted {
         ran.insert(name)
         print(Report.table(name, results))
     } catch {
-        print("== \(name)\nfailed: \(error)\n")
+        print("== \(name)\nfailed: \(String(reflecting: error))\n")
     }
 }
 

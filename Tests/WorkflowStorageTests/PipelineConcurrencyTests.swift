@@ -1,0 +1,122 @@
+import DurableWorkflow
+import Foundation
+import TestWorkflows
+import Testing
+import Workflow
+import WorkflowLocks
+import WorkflowStorage
+
+/// An in-memory store that takes several commits at once, each held for a random moment, and
+/// records any instance that two commits carried at the same time.
+final class SlowConcurrentStorage: StorageBackend {
+    let inner = InMemoryStorage(name: "slow-concurrent")
+    let concurrentCommits: Int
+    private let state = Lock(State())
+
+    struct State {
+        var inFlight: Set<String> = []
+        var overlaps: [String] = []
+        var concurrentPeak = 0
+        var running = 0
+    }
+
+    init(concurrentCommits: Int) {
+        self.concurrentCommits = concurrentCommits
+    }
+
+    var overlaps: [String] { state.withLock { $0.overlaps } }
+    var concurrentPeak: Int { state.withLock { $0.concurrentPeak } }
+
+    var name: String { inner.name }
+    var location: String { inner.location }
+    var isDurable: Bool { false }
+    var isReadOnly: Bool { false }
+
+    func commit(_ request: CommitRequest) throws(StorageFailure) -> [CommitOutcome] {
+        state.withLock { state in
+            for changes in request.changes where !state.inFlight.insert(changes.id).inserted { state.overlaps.append(changes.id) }
+            state.running += 1
+            state.concurrentPeak = max(state.concurrentPeak, state.running)
+        }
+        usleep(UInt32.random(in: 100...1_500))
+        defer {
+            state.withLock { state in
+                for changes in request.changes { state.inFlight.remove(changes.id) }
+                state.running -= 1
+            }
+        }
+        return try inner.commit(request)
+    }
+
+    func create(_ instance: NewInstance) throws(StorageFailure) -> StoredInstance? { try inner.create(instance) }
+    func instance(id: String) throws(StorageFailure) -> StoredInstance? { try inner.instance(id: id) }
+    func instances() throws(StorageFailure) -> [StoredInstance] { try inner.instances() }
+    func instanceIDs() throws(StorageFailure) -> [String] { try inner.instanceIDs() }
+    func claim(id: String, as claim: InstanceClaim, takingOverIf: (InstanceClaim) -> Bool) throws(StorageFailure) -> ClaimOutcome {
+        try inner.claim(id: id, as: claim, takingOverIf: takingOverIf)
+    }
+    func release(id: String, claim: InstanceClaim) throws(StorageFailure) { try inner.release(id: id, claim: claim) }
+    func setStatus(id: String, to status: InstanceStatus, at time: Int64) throws(StorageFailure) -> StoredInstance? {
+        try inner.setStatus(id: id, to: status, at: time)
+    }
+    func delete(id: String) throws(StorageFailure) -> Bool { try inner.delete(id: id) }
+    func sync() throws(StorageFailure) {}
+    func syncPeriodically(every interval: Duration) {}
+    func readEntries(of key: UInt64, from: UInt64, through: UInt64, _ visit: (UInt64, UnsafeRawBufferPointer) throws -> Bool) throws {
+        try inner.readEntries(of: key, from: from, through: through, visit)
+    }
+    func readSnapshots(of key: UInt64, atMost sequence: UInt64, _ visit: (UInt64, UnsafeRawBufferPointer) throws -> Bool) throws {
+        try inner.readSnapshots(of: key, atMost: sequence, visit)
+    }
+    func putSnapshot(id: String, sequence: UInt64, bytes: [UInt8]) throws(StorageFailure) {
+        try inner.putSnapshot(id: id, sequence: sequence, bytes: bytes)
+    }
+    func signalStorage() throws(StorageFailure) -> any SignalStorage { try inner.signalStorage() }
+    func statistics() throws(StorageFailure) -> StorageStatistics { try inner.statistics() }
+    func checkStructure(progress: (String) -> Void) -> [StoreDamage] { inner.checkStructure(progress: progress) }
+    func copy(to destination: String) throws(StorageFailure) { try inner.copy(to: destination) }
+}
+
+@Suite("The commit pipeline with several commits in flight")
+struct PipelineConcurrencyTests {
+    @Test(
+        "rounds overlap, but an instance is in one commit at a time and its entries land in order",
+        arguments: ["strict", "grouped"]
+    )
+    func overlappingRounds(mode: String) async throws {
+        let backend = SlowConcurrentStorage(concurrentCommits: 4)
+        let store = WorkflowStore(backend: backend)
+        // Small group commits, so that an instance hands in batches while one is in flight.
+        let configuration = DurableConfiguration(
+            mode: mode == "strict" ? .strict : .grouped(maxBatch: 4, maxDelay: .milliseconds(1)), actions: DurableCounter.actions)
+        let sends = 120
+        let hosts = try (0..<16).map { try store.start(DurableCounter(), id: "c\($0)", configuration: configuration) }
+        await withTaskGroup(of: Void.self) { group in
+            for host in hosts {
+                group.addTask {
+                    // Half the instances await every fourth action (their rounds fall out of
+                    // step, so rounds overlap), half send all at once (their batches pile up
+                    // while one is in flight).
+                    let awaits = mode == "strict" || hosts.firstIndex { $0 === host }! % 2 == 0
+                    for amount in 1...sends {
+                        if awaits && amount % 4 == 0 {
+                            _ = await host.rendering.sink.sendAndWait(.init(amount: amount))
+                        } else {
+                            host.rendering.sink.send(.init(amount: amount))
+                        }
+                    }
+                    await host.flush()
+                }
+            }
+        }
+        for (index, host) in hosts.enumerated() {
+            #expect(host.failure == nil)
+            #expect(host.rendering.state == .init(count: sends * (sends + 1) / 2, applied: sends))
+            #expect(try store.entries(of: "c\(index)").map(\.sequence) == Array(1...UInt64(sends + 1)))
+            await host.stopAndWait()
+        }
+        #expect(backend.overlaps.isEmpty, "instances in two commits at once: \(Set(backend.overlaps))")
+        #expect(backend.concurrentPeak > 1, "the rounds overlapped (peak \(backend.concurrentPeak))")
+        #expect(backend.concurrentPeak <= 4)
+    }
+}
