@@ -45,7 +45,7 @@ final class PostgresSignalStorage: SignalStorage {
                 CALL \(unescaped: self.schema).sig_register(\(consumer.id), \(consumer.signal), \(consumer.owner), \(consumer.runID), \
                 \(consumer.processIdentity), \(consumer.processID), \(Int64(bitPattern: consumer.processStartTime)), \
                 \(Self.code(consumer.behaviour)), \(Self.code(consumer.coalescing)), \(Self.code(consumer.scope)), \
-                \(Int64(bitPattern: consumer.lastDelivered)), \(consumer.created), \(time), NULL)
+                \(Int64(bitPattern: consumer.lastDelivered)), \(consumer.created), \(time), \(self.storage.configuration.machine), NULL)
                 """, on: connection)
             return try rows.first?.decode(Bool.self) ?? false
         }
@@ -55,8 +55,18 @@ final class PostgresSignalStorage: SignalStorage {
         try remove([id]) == 1
     }
 
+    /// Only the consumers registered from this machine are considered: the engine's predicates
+    /// judge runs by process liveness, which only their own machine can see.
     func removeConsumers(where predicate: (ConsumerRecord) -> Bool) throws(StorageFailure) -> Int {
-        let doomed = try consumers().filter(predicate).map(\.id)
+        let local = try storage.run("list consumers") { connection -> [ConsumerRecord] in
+            try self.storage.rows(
+                """
+                SELECT \(unescaped: Self.consumerColumns) FROM \(unescaped: self.schema).sig_consumer
+                 WHERE machine = \(self.storage.configuration.machine) OR machine = '' ORDER BY consumer_id
+                """, on: connection
+            ).map { try Self.consumerRecord($0) }
+        }
+        let doomed = local.filter(predicate).map(\.id)
         return doomed.isEmpty ? 0 : try remove(doomed)
     }
 

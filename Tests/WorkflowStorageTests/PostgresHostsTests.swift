@@ -6,6 +6,7 @@ import TestSupport
 import TestWorkflows
 import Testing
 import WorkflowPostgres
+import WorkflowSignals
 import WorkflowStorage
 
 /// Several host processes on one PostgreSQL store, each standing for a machine of its own (a
@@ -140,6 +141,93 @@ struct PostgresHostsTests {
             #expect(report.isConsistent, "\(String(describing: report.problem))")
         }
         print("takeover after SIGKILL, slowest of \(TestLoad.scaled(20)) kills (\(mode)): \(slowest)")
+    }
+
+    @Test("signals posted from another process reach instances across host kills: every version applied exactly once")
+    func signalsAcrossKilledHosts() async throws {
+        let configuration = PostgresBackendTests.fresh()
+        let url = "postgres://\(configuration.username)@\(configuration.host):\(configuration.port)/\(configuration.database)?schema=\(configuration.schema)"
+        let storage = try PostgresStorage.open(configuration)
+        let store = WorkflowStore(backend: storage)
+        let center = try SignalCenter.open(store: store, processIdentity: "poster")
+        defer { try? center.stop() }
+        let signals = (0..<4).map { _ in SignalID() }
+        for (index, signal) in signals.enumerated() {
+            // Started once here, so that its durable consumer exists before anything is posted.
+            let host = try store.start(SignalTally(signal: signal), id: "t\(index)", configuration: SignalTally.configuration(center: center))
+            await host.stopAndWait()
+        }
+        var hosts = try ["a", "b", "c"].map { machine in
+            try ChildProcess(["pg-signal-host", url, "machine-\(machine)", "\(Self.leaseMilliseconds)"], mergeStandardError: true)
+        }
+        var latest: [String: (count: Int, sum: Int)] = [:]
+        func read(for duration: Duration) {
+            let deadline = ContinuousClock.now + duration
+            while ContinuousClock.now < deadline {
+                for host in hosts {
+                    while let line = host.readLine(timeout: .milliseconds(2)) {
+                        let fields = line.split(separator: " ").map(String.init)
+                        guard ["state", "got"].contains(fields.first), fields.count == 4, let count = Int(fields[2]), let sum = Int(fields[3]) else {
+                            if !["host", "lost", "skip"].contains(fields.first) { Issue.record("host: \(line)") }
+                            continue
+                        }
+                        // Versions 1...count applied once each add up to 1+...+count.
+                        #expect(sum == count * (count + 1) / 2, "\(line)")
+                        #expect(count >= latest[fields[1]]?.count ?? 0, "\(fields[1]) went back: \(line)")
+                        latest[fields[1]] = (count, sum)
+                    }
+                }
+            }
+        }
+        let versions = 30
+        for version in 1...versions {
+            for signal in signals { _ = try center.post(signal, value: version, terminatesConsumersAfterDelivery: false) }
+            read(for: .milliseconds(40))
+            if version % 6 == 0 {
+                let victim = Int.random(in: 0..<hosts.count)
+                hosts[victim].kill()
+                _ = hosts[victim].readRemainingLines(timeout: .seconds(5))
+                _ = try hosts[victim].waitForExit()
+                hosts[victim] = try ChildProcess(
+                    ["pg-signal-host", url, "machine-\(version)", "\(Self.leaseMilliseconds)"], mergeStandardError: true)
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(15)
+        while ContinuousClock.now < deadline, (0..<4).contains(where: { latest["t\($0)"]?.count != versions }) { read(for: .milliseconds(100)) }
+        for index in 0..<4 { #expect(latest["t\(index)"]?.count == versions, "t\(index): \(String(describing: latest["t\(index)"]))") }
+        for host in hosts {
+            host.kill()
+            _ = host.readRemainingLines(timeout: .seconds(5))
+            _ = try host.waitForExit()
+        }
+        // What the logs hold, replayed here: each version once.
+        try await Task.sleep(for: .milliseconds(Self.leaseMilliseconds + 300))
+        for index in 0..<4 {
+            let host = try store.resume(id: "t\(index)", as: SignalTally.self, configuration: SignalTally.configuration(center: center))
+            #expect(host.rendering == .init(count: versions, sum: versions * (versions + 1) / 2), "t\(index)")
+            await host.stopAndWait()
+        }
+    }
+
+    @Test("a new run cleans up the run-scoped consumers its machine's dead runs left, never another machine's (whose processes it cannot see)")
+    func runConsumersOfOtherMachines() throws {
+        let configuration = PostgresBackendTests.fresh()
+        // A pid that is not alive here: a run of this identity that crashed, as far as this machine can tell.
+        let deadPID: Int32 = 0x7FFF_FFF0
+        func consumer(_ name: String) -> ConsumerRecord {
+            ConsumerRecord(id: UUID(), signal: UUID(), owner: name, runID: "run-\(name)", processIdentity: "orders", processID: deadPID,
+                           processStartTime: 1, behaviour: .untilTerminated, coalescing: .everyVersion, scope: .run, lastDelivered: 0, created: 1)
+        }
+        var elsewhere = configuration
+        elsewhere.machine = "machine-elsewhere"
+        let other = consumer("other-machine"), local = consumer("this-machine")
+        #expect(try PostgresStorage.open(elsewhere).signalStorage().register(other, at: 1))
+        let storage = try PostgresStorage.open(configuration)
+        #expect(try storage.signalStorage().register(local, at: 1))
+        let center = try SignalCenter.open(store: WorkflowStore(backend: storage), processIdentity: "orders")
+        defer { try? center.stop() }
+        let remaining = try storage.signalStorage().consumers().map(\.owner)
+        #expect(remaining == ["other-machine"], "\(remaining)")
     }
 
     @Test("a host stalled past its lease loses its instance to another host, writes nothing after the takeover, and stops it")

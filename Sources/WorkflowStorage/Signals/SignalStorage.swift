@@ -28,7 +28,9 @@ public protocol SignalStorage: AnyObject, Sendable {
     /// Removes the consumer (and its signal's record and versions when it was the last); whether it existed.
     @discardableResult
     func removeConsumer(_ id: UUID) throws(StorageFailure) -> Bool
-    /// Removes, in one transaction, every consumer for which `predicate` holds; how many.
+    /// Removes, in one transaction, every consumer for which `predicate` holds; how many. A
+    /// backend shared by several machines offers only the consumers registered from this one (a
+    /// predicate that judges runs by process liveness can see only this machine's processes).
     @discardableResult
     func removeConsumers(where predicate: (ConsumerRecord) -> Bool) throws(StorageFailure) -> Int
 

@@ -371,6 +371,47 @@ do {
         fail("built without the Postgres trait")
         #endif
 
+    case "pg-signal-host":
+        // pg-signal-host URL MACHINE LEASE_MS: a host of SignalTally instances on a PostgreSQL
+        // store: takes over what the store assigns it (printing "state ID COUNT SUM" after each
+        // resume), then prints "got ID COUNT SUM" whenever an instance applied a version, and
+        // "lost ID" when one is taken away.
+        #if Postgres
+        guard var configuration = PostgresConfiguration(url: arguments[1]) else { fail("not a PostgreSQL URL: \(arguments[1])") }
+        configuration.machine = arguments[2]
+        configuration.leaseTime = .milliseconds(Int(arguments[3])!)
+        let storage = try PostgresStorage.open(configuration)
+        let store = WorkflowStore(backend: storage)
+        let center = try SignalCenter.open(store: store, processIdentity: "tally-\(arguments[2])", configuration: .init(pollInterval: .milliseconds(20)))
+        let tallies = SignalTally.configuration(center: center)
+        var running: [String: (host: WorkflowHost<SignalTally>, seen: Int)] = [:]
+        say("host ready")
+        while true {
+            for id in try storage.instancesToTakeOver() where running[id] == nil {
+                do {
+                    let host = try store.resume(id: id, as: SignalTally.self, configuration: tallies)
+                    running[id] = (host, host.rendering.count)
+                    say("state \(id) \(host.rendering.count) \(host.rendering.sum)")
+                } catch {
+                    say("skip \(id) \(error)")
+                }
+            }
+            for (id, entry) in running {
+                if entry.host.failure != nil {
+                    say("lost \(id)")
+                    entry.host.stop()
+                    running[id] = nil
+                } else if entry.host.rendering.count != entry.seen {
+                    running[id]?.seen = entry.host.rendering.count
+                    say("got \(id) \(entry.host.rendering.count) \(entry.host.rendering.sum)")
+                }
+            }
+            usleep(20_000)
+        }
+        #else
+        fail("built without the Postgres trait")
+        #endif
+
     case "resume-counter":
         // resume-counter STORE ID: resumes DurableCounter instance ID and prints "count N", or
         // "error KIND sequence S: DESCRIPTION" for a DurableError.
