@@ -142,8 +142,24 @@ public final class PostgresStorage: StorageBackend {
 
     var logger: Logger { configuration.logger }
 
-    /// Runs `body` with a connection; any error becomes a ``StorageFailure`` of `operation`.
+    /// Runs `body`, which only reads (or may run twice), with a connection; when the connection
+    /// turns out broken (the server closed it: restarted, or terminated the backend), once more on
+    /// a new one. Any error becomes a ``StorageFailure`` of `operation`.
     func run<Result>(_ operation: String, _ body: (PostgresConnection) throws -> Result) throws(StorageFailure) -> Result {
+        do {
+            return try connections.with(body)
+        } catch let error as PSQLError where error.code != .server {
+            return try runOnce(operation, body)
+        } catch let failure as StorageFailure {
+            throw failure
+        } catch {
+            throw storageFailure(error, operation: operation)
+        }
+    }
+
+    /// Runs `body` with a connection, once: a write whose outcome a broken connection leaves
+    /// unknown is not sent again. Any error becomes a ``StorageFailure`` of `operation`.
+    func runOnce<Result>(_ operation: String, _ body: (PostgresConnection) throws -> Result) throws(StorageFailure) -> Result {
         do {
             return try connections.with(body)
         } catch let failure as StorageFailure {
@@ -153,10 +169,10 @@ public final class PostgresStorage: StorageBackend {
         }
     }
 
-    /// Runs `body`, which commits a write (a procedure call), and moves the change position.
+    /// Runs `body`, which commits a write (a procedure call), once, and moves the change position.
     func write<Result>(_ operation: String, _ body: (PostgresConnection) throws -> Result) throws(StorageFailure) -> Result {
         try refuseIfReadOnly(operation)
-        let result = try run(operation, body)
+        let result = try runOnce(operation, body)
         changes.noteCommit()
         return result
     }

@@ -343,7 +343,16 @@ do {
         let running = RunningSet()
         say("host ready")
         while true {
-            for id in try storage.instancesToTakeOver() where running.insert(id) {
+            // A service goes on when the database cannot be reached for a moment.
+            let assigned: [String]
+            do {
+                assigned = try storage.instancesToTakeOver()
+            } catch {
+                say("skip listing \(error)")
+                usleep(50_000)
+                continue
+            }
+            for id in assigned where running.insert(id) {
                 let host: WorkflowHost<DurableCounter>
                 do {
                     host = try store.resume(id: id, as: DurableCounter.self, configuration: counters)
