@@ -20,6 +20,9 @@ final class PostgresSignalStorage: SignalStorage {
     static let consumerColumns =
         "consumer_id, signal_id, owner, run_id, process_identity, process_id, process_start, behaviour, coalescing, scope, last_delivered, created_ns"
 
+    /// ``consumerColumns``, each prefixed with `c.` (for queries that join other tables).
+    static let qualifiedConsumerColumns = qualified(consumerColumns, by: "c")
+
     // MARK: Writes
 
     func post(_ posts: [SignalPostRecord], keepLatest: Int, at time: Int64, durability: CommitDurability?) throws(StorageFailure) -> [UInt64] {
@@ -192,7 +195,7 @@ final class PostgresSignalStorage: SignalStorage {
         try storage.run("read next delivery") { connection -> PendingVersion? in
             let rows = try self.storage.rows(
                 """
-                SELECT \(unescaped: Self.consumerColumns.split(separator: ",").map { "c." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")),
+                SELECT \(unescaped: Self.qualifiedConsumerColumns),
                        v.version, v.payload, v.terminates, v.posted_ns
                   FROM \(unescaped: self.schema).sig_consumer c
                   JOIN \(unescaped: self.schema).sig_signal s ON s.signal_id = c.signal_id

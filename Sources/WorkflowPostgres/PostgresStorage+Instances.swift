@@ -1,4 +1,5 @@
 #if Postgres
+import Foundation
 import PostgresNIO
 import WorkflowStorage
 
@@ -6,6 +7,9 @@ extension PostgresStorage {
     /// The columns of `wf_instance` that make a ``StoredInstance``, in the order `storedInstance(_:)` reads.
     static let instanceColumns =
         "id, instance_key, workflow_type, codec, status, created_ns, updated_ns, last_seq, last_snapshot, owner_pid, owner_start, owner_token"
+
+    /// ``instanceColumns``, each prefixed with `i.` (for queries that join other tables).
+    static let qualifiedInstanceColumns = qualified(instanceColumns, by: "i")
 
     public func create(_ new: NewInstance) throws(StorageFailure) -> StoredInstance? {
         guard new.entries.firstSequence == 1, !new.entries.isEmpty else {
@@ -167,7 +171,7 @@ extension PostgresStorage {
         try run("read instance") { connection -> (StoredInstance, Holder)? in
             let rows = try self.rows(
                 """
-                SELECT \(unescaped: Self.instanceColumns.split(separator: ",").map { "i." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")),
+                SELECT \(unescaped: Self.qualifiedInstanceColumns),
                        i.owner_host, h.machine, h.lease_until > clock_timestamp()
                   FROM \(unescaped: self.schema).wf_instance i
                   LEFT JOIN \(unescaped: self.schema).wf_host h ON h.host_id = i.owner_host
@@ -247,6 +251,11 @@ extension PostgresStorage {
         records.forEach { _, bytes in buffers.append(ByteBuffer(bytes: bytes)) }
         return buffers
     }
+}
+
+/// `columns` (a comma-separated list) with each name prefixed by `table.`.
+func qualified(_ columns: String, by table: String) -> String {
+    columns.split(separator: ",").map { "\(table)." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
 }
 
 /// A row the store cannot make sense of (reported as `.corrupted`).

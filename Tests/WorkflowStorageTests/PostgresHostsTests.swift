@@ -29,6 +29,26 @@ struct PostgresHostsTests {
         return (configuration, url)
     }
 
+    /// After the hosts' leases ran out: resumes each counter here and checks that it holds every
+    /// acknowledged action, each applied once, in a dense log.
+    static func replayAndCheck(_ ids: [String], acknowledged: [String: Int], configuration: PostgresConfiguration, verify: Bool = false) async throws {
+        try await Task.sleep(for: .milliseconds(leaseMilliseconds + 300))
+        let store = WorkflowStore(backend: try PostgresStorage.open(configuration))
+        let counters = DurableConfiguration(actions: DurableCounter.actions)
+        for id in ids {
+            let host = try store.resume(id: id, as: DurableCounter.self, configuration: counters)
+            let state = host.rendering.state
+            #expect(state.applied >= acknowledged[id] ?? 0, "\(id): \(state.applied) applied, \(acknowledged[id] ?? 0) acknowledged")
+            #expect(state.count == state.applied * (state.applied + 1) / 2)
+            #expect(try store.entries(of: id).map(\.sequence) == Array(1...UInt64(state.applied + 1)))
+            await host.stopAndWait()
+            if verify {
+                let report = try store.verify(id: id, as: DurableCounter.self, configuration: counters)
+                #expect(report.isConsistent, "\(String(describing: report.problem))")
+            }
+        }
+    }
+
     /// One host process and what it printed that matters.
     final class HostProcess {
         let child: ChildProcess
@@ -126,20 +146,7 @@ struct PostgresHostsTests {
         #expect(ledger.acknowledged.count == ids.count, "every instance acknowledged actions: \(ledger.acknowledged)")
 
         // This process takes every instance over once the hosts' leases ran out.
-        try await Task.sleep(for: .milliseconds(Self.leaseMilliseconds + 300))
-        let storage = try PostgresStorage.open(configuration)
-        let store = WorkflowStore(backend: storage)
-        let counters = DurableConfiguration(actions: DurableCounter.actions)
-        for id in ids {
-            let host = try store.resume(id: id, as: DurableCounter.self, configuration: counters)
-            let state = host.rendering.state
-            #expect(state.applied >= ledger.acknowledged[id] ?? 0, "\(id): \(state.applied) applied, \(ledger.acknowledged[id] ?? 0) acknowledged")
-            #expect(state.count == state.applied * (state.applied + 1) / 2)
-            #expect(try store.entries(of: id).map(\.sequence) == Array(1...UInt64(state.applied + 1)))
-            await host.stopAndWait()
-            let report = try store.verify(id: id, as: DurableCounter.self, configuration: counters)
-            #expect(report.isConsistent, "\(String(describing: report.problem))")
-        }
+        try await Self.replayAndCheck(ids, acknowledged: ledger.acknowledged, configuration: configuration, verify: true)
         print("takeover after SIGKILL, slowest of \(TestLoad.scaled(20)) kills (\(mode)): \(slowest)")
     }
 
@@ -173,17 +180,7 @@ struct PostgresHostsTests {
         host.child.kill()
         for line in host.child.readRemainingLines(timeout: .seconds(5)) { ledger.note(line, from: host) }
         _ = try host.child.waitForExit()
-        try await Task.sleep(for: .milliseconds(Self.leaseMilliseconds + 300))
-        let store = WorkflowStore(backend: try PostgresStorage.open(configuration))
-        let counters = DurableConfiguration(actions: DurableCounter.actions)
-        for id in ids {
-            let resumed = try store.resume(id: id, as: DurableCounter.self, configuration: counters)
-            let state = resumed.rendering.state
-            #expect(state.applied >= ledger.acknowledged[id] ?? 0)
-            #expect(state.count == state.applied * (state.applied + 1) / 2)
-            #expect(try store.entries(of: id).map(\.sequence) == Array(1...UInt64(state.applied + 1)))
-            await resumed.stopAndWait()
-        }
+        try await Self.replayAndCheck(ids, acknowledged: ledger.acknowledged, configuration: configuration)
     }
 
     @Test(
@@ -300,15 +297,7 @@ struct PostgresHostsTests {
             _ = try host.child.waitForExit()
         }
         // One history: dense, each action applied once, every acknowledgement in it.
-        try await Task.sleep(for: .milliseconds(Self.leaseMilliseconds + 300))
-        let store = WorkflowStore(backend: try PostgresStorage.open(configuration))
-        let counters = DurableConfiguration(actions: DurableCounter.actions)
-        let host = try store.resume(id: "s", as: DurableCounter.self, configuration: counters)
-        let state = host.rendering.state
-        #expect(state.applied >= ledger.acknowledged["s"] ?? 0)
-        #expect(state.count == state.applied * (state.applied + 1) / 2)
-        #expect(try store.entries(of: "s").map(\.sequence) == Array(1...UInt64(state.applied + 1)))
-        await host.stopAndWait()
+        try await Self.replayAndCheck(["s"], acknowledged: ledger.acknowledged, configuration: configuration)
     }
 }
 #endif
