@@ -149,9 +149,13 @@ final class SignalDispatcher: @unchecked Sendable {
         UInt(pthread_self())
     }
 
-    /// A workflow delivery was committed (with its log entry) or abandoned: the next may go.
-    func finishInFlight(_ consumer: ConsumerID) {
-        state.withLock { $0.attached[consumer]?.inFlight = 0 }
+    /// The workflow delivery of `version` was committed (with its log entry) or abandoned: the
+    /// next may go. A later version may be in flight already (handed over once the store showed
+    /// this commit, before the commit returned here): that one stays in flight.
+    func finishInFlight(_ consumer: ConsumerID, version: UInt64) {
+        state.withLock { state in
+            if let inFlight = state.attached[consumer]?.inFlight, inFlight <= version { state.attached[consumer]?.inFlight = 0 }
+        }
         wakeSelf()
     }
 

@@ -14,9 +14,9 @@ public struct DeliveryMark: CommitAttachment {
 
     package var deliveryMark: DeliveryMarkRecord { record }
 
-    package func didCommit() { dispatcher.finishInFlight(consumer) }
+    package func didCommit() { dispatcher.finishInFlight(consumer, version: record.version) }
 
-    package func didAbandon() { dispatcher.finishInFlight(consumer) }
+    package func didAbandon() { dispatcher.finishInFlight(consumer, version: record.version) }
 
     /// Marks the version delivered in a transaction of its own (hosts without a log).
     func commitAlone() {

@@ -4,6 +4,7 @@ import TestWorkflows
 import Testing
 import Workflow
 import WorkflowLocks
+import WorkflowSignals
 import WorkflowStorage
 
 /// An in-memory store that takes several commits at once, each held for a random moment, and
@@ -11,6 +12,9 @@ import WorkflowStorage
 final class SlowConcurrentStorage: StorageBackend {
     let inner = InMemoryStorage(name: "slow-concurrent")
     let concurrentCommits: Int
+    /// Whether a commit is made (and visible to readers) before the pause, as a database
+    /// server's commit is before its acknowledgement reaches the client; else after it.
+    let returnsLate: Bool
     private let state = Lock(State())
 
     struct State {
@@ -20,8 +24,9 @@ final class SlowConcurrentStorage: StorageBackend {
         var running = 0
     }
 
-    init(concurrentCommits: Int) {
+    init(concurrentCommits: Int, returnsLate: Bool = false) {
         self.concurrentCommits = concurrentCommits
+        self.returnsLate = returnsLate
     }
 
     var overlaps: [String] { state.withLock { $0.overlaps } }
@@ -38,13 +43,18 @@ final class SlowConcurrentStorage: StorageBackend {
             state.running += 1
             state.concurrentPeak = max(state.concurrentPeak, state.running)
         }
-        usleep(UInt32.random(in: 100...1_500))
         defer {
             state.withLock { state in
                 for changes in request.changes { state.inFlight.remove(changes.id) }
                 state.running -= 1
             }
         }
+        if returnsLate {
+            let outcomes = try inner.commit(request)
+            usleep(UInt32.random(in: 1_000...5_000))
+            return outcomes
+        }
+        usleep(UInt32.random(in: 100...1_500))
         return try inner.commit(request)
     }
 
@@ -118,5 +128,31 @@ struct PipelineConcurrencyTests {
         #expect(backend.overlaps.isEmpty, "instances in two commits at once: \(Set(backend.overlaps))")
         #expect(backend.concurrentPeak > 1, "the rounds overlapped (peak \(backend.concurrentPeak))")
         #expect(backend.concurrentPeak <= 4)
+    }
+
+    @Test("a signal version whose commit readers see before the commit returns is still applied once")
+    func deliveryCommittedBeforeItReturns() async throws {
+        // The dispatcher may read the consumer's new position (and hand over the next version)
+        // before the commit that moved it has been settled: settling it must not reopen the
+        // version handed over since.
+        let backend = SlowConcurrentStorage(concurrentCommits: 1, returnsLate: true)
+        let store = WorkflowStore(backend: backend)
+        let center = try SignalCenter.open(store: store, processIdentity: "late-commits")
+        let signal = SignalID()
+        let host = try store.start(SignalTally(signal: signal), id: "tally", configuration: SignalTally.configuration(center: center))
+        // Its consumer is registered by the wait's worker, which starts in the background.
+        #expect(SignalEngineContractTests.eventually { (try? center.consumers().count) == 1 })
+        let versions = 60
+        for version in 1...versions {
+            _ = try center.post(signal, value: version, terminatesConsumersAfterDelivery: false)
+            usleep(UInt32.random(in: 0...3_000))
+        }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline, host.rendering.count < versions { try await Task.sleep(for: .milliseconds(10)) }
+        try await Task.sleep(for: .milliseconds(100))
+        let values = try store.entries(of: "tally").filter { !$0.isProps }.map { BinaryPayloadCodec.jsonText($0.payload) ?? "?" }
+        #expect(host.rendering == .init(count: versions, sum: versions * (versions + 1) / 2), "applied: \(values)")
+        await host.stopAndWait()
+        try center.stop()
     }
 }
