@@ -103,7 +103,7 @@ final class PostgresChanges: Sendable {
             let payload = "\(processToken):" + (senders.count == 1 ? "\(senders.first!)" : "0")
             do {
                 try connections.with { connection in
-                    _ = try connection.query("SELECT pg_notify(\(configuration.schema), \(payload))", logger: configuration.logger).wait()
+                    _ = try connection.answer(to: "SELECT pg_notify(\(configuration.schema), \(payload))", logger: configuration.logger)
                 }
             } catch {
                 // The other subscribers of this process are woken anyway; others poll.
@@ -149,8 +149,7 @@ final class PostgresChanges: Sendable {
         }
         guard due else { return }
         let next = try? connections.with { connection -> Int64? in
-            let rows = try connection.query("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint", logger: configuration.logger)
-                .wait().rows
+            let rows = try connection.answer(to: "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint", logger: configuration.logger)
             return try rows.first?.decode(Int64.self)
         }
         guard let next = next ?? nil else { return }

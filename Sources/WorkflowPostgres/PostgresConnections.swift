@@ -100,6 +100,7 @@ final class PostgresConnections: Sendable {
 
     /// Whether `error` leaves the connection unusable (as opposed to a statement the server refused).
     private static func breaksConnection(_ error: any Error) -> Bool {
+        if error is ConnectionLost { return true }
         guard let error = error as? PSQLError else { return false }
         return error.code != .server
     }

@@ -46,7 +46,8 @@ final class PostgresHostLease: Sendable {
                 do {
                     try lease.renew()
                 } catch {
-                    lease.configuration.logger.warning("could not renew the host lease on \(lease.configuration.location): \(error)")
+                    // The driver's plain description hides the server's message; its debug description has it.
+                    lease.configuration.logger.warning("could not renew the host lease on \(lease.configuration.location): \(String(reflecting: error))")
                 }
             }
         }
@@ -69,11 +70,10 @@ final class PostgresHostLease: Sendable {
         let label = "\(ProcessInfo.processInfo.hostName) pid \(getpid())"
         let started = Int64(Date().timeIntervalSince1970 * 1e9)
         try connections.with { connection in
-            _ = try connection.query(
-                """
+            _ = try connection.answer(
+                to: """
                 CALL \(unescaped: configuration.schema).wf_host_renew(\(id), \(configuration.machine), \(label), \(started), \(milliseconds), NULL)
-                """, logger: configuration.logger
-            ).wait()
+                """, logger: configuration.logger)
         }
         state.withLock { state in
             if !state.left { state.deadline = max(state.deadline, sent + configuration.leaseTime) }
@@ -84,7 +84,7 @@ final class PostgresHostLease: Sendable {
     func markTakesOver() throws {
         guard !state.withLock({ $0.takesOver }) else { return }
         try connections.with { connection in
-            _ = try connection.query("CALL \(unescaped: configuration.schema).wf_host_takes_over(\(id), NULL)", logger: configuration.logger).wait()
+            _ = try connection.answer(to: "CALL \(unescaped: configuration.schema).wf_host_takes_over(\(id), NULL)", logger: configuration.logger)
         }
         state.withLock { $0.takesOver = true }
     }
@@ -95,7 +95,7 @@ final class PostgresHostLease: Sendable {
         stopRenewing.signal()
         state.withLock { $0.left = true }
         try? connections.with { connection in
-            _ = try connection.query("CALL \(unescaped: configuration.schema).wf_host_leave(\(id), NULL)", logger: configuration.logger).wait()
+            _ = try connection.answer(to: "CALL \(unescaped: configuration.schema).wf_host_leave(\(id), NULL)", logger: configuration.logger)
         }
     }
 }

@@ -13,6 +13,11 @@ extension PostgresStorage {
             return failure(.incompatible, operation, "a column does not hold what this library expects (\(error.code))",
                            recovery: "Check that the schema belongs to a workflow store", underlying: error)
         }
+        if let lost = error as? ConnectionLost {
+            return failure(.unavailable, operation, lost.description,
+                           recovery: "Check that the PostgreSQL server at \(configuration.host):\(configuration.port) runs and accepts connections; a stopped instance resumes from what was committed",
+                           underlying: lost)
+        }
         guard let error = error as? PSQLError else {
             return failure(.unavailable, operation, "cannot reach the server: \(error)",
                            recovery: "Check that the PostgreSQL server at \(configuration.host):\(configuration.port) runs and accepts connections")

@@ -90,14 +90,30 @@ extension PostgresStorage {
         }
     }
 
+    /// Clears `claim` on the instance (if it still holds it). A release that fails is kept and
+    /// tried again before the next ``instancesToTakeOver()``: it is safe to repeat (it changes
+    /// the row only while that claim holds it).
     public func release(id: String, claim: InstanceClaim) throws(StorageFailure) {
         guard !claim.isNone else { return }
-        try write("release") { connection in
-            _ = try self.rows(
-                """
-                CALL \(unescaped: self.schema).wf_claim(\(id), \(claim.pid), \(Int64(bitPattern: claim.processStart)), \
-                \(Int64(bitPattern: claim.token)), \(self.hostID), 0, 0, 0, 0, NULL)
-                """, on: connection)
+        do {
+            try write("release") { connection in
+                _ = try self.rows(
+                    """
+                    CALL \(unescaped: self.schema).wf_claim(\(id), \(claim.pid), \(Int64(bitPattern: claim.processStart)), \
+                    \(Int64(bitPattern: claim.token)), \(self.hostID), 0, 0, 0, 0, NULL)
+                    """, on: connection)
+            }
+            unreleased.withLock { _ = $0.removeValue(forKey: id) }
+        } catch {
+            if !configuration.readOnly { unreleased.withLock { $0[id] = claim } }
+            throw error
+        }
+    }
+
+    /// Tries again the releases that failed; those that fail again stay for the next time.
+    private func retryReleases() throws(StorageFailure) {
+        for (id, claim) in unreleased.withLock({ $0 }) {
+            try release(id: id, claim: claim)
         }
     }
 
@@ -107,7 +123,9 @@ extension PostgresStorage {
     /// processes that never call it, such as tools, get none). Empty while this
     /// process's own lease is not held. A service calls it every few seconds and resumes each
     /// (`store.resume(id:as:configuration:)`): replay rebuilds the state, and workers restart
-    /// with the idempotency keys they had.
+    /// with the idempotency keys they had. The instances of this process's stopped hosts whose
+    /// claims could not be cleared then (the server was out of reach) are released first, so
+    /// they are listed too.
     public func instancesToTakeOver() throws(StorageFailure) -> [String] {
         guard let lease, lease.isHeld else { return [] }
         do {
@@ -115,6 +133,7 @@ extension PostgresStorage {
         } catch {
             throw storageFailure(error, operation: "list instances to take over")
         }
+        try retryReleases()
         let (candidates, liveHosts) = try run("list instances to take over") { connection -> ([String], [Int64]) in
             let candidates = try self.rows(
                 """

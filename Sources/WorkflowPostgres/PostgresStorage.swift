@@ -31,6 +31,10 @@ public final class PostgresStorage: StorageBackend {
     let schema: String
     /// This process's host registration (none when opened read-only).
     private let hostLease = Lock<PostgresHostLease?>(nil)
+    /// Claims of this process's stopped hosts that could not be cleared (the server was out of
+    /// reach): tried again before each listing of instances to take over, so that they do not
+    /// stay held by this live host with nobody running them.
+    let unreleased = Lock<[String: InstanceClaim]>([:])
 
     private init(configuration: PostgresConfiguration) {
         self.configuration = configuration
@@ -94,9 +98,8 @@ public final class PostgresStorage: StorageBackend {
             do {
                 try self.execute("SELECT pg_advisory_xact_lock(\(PostgresSchema.migrationLock))", on: connection)
                 for statement in PostgresSchema.bootstrap { try self.execute(PostgresSchema.sql(statement, schema: self.schema), on: connection) }
-                let rows = try connection.query(
-                    PostgresQuery(unsafeSQL: "SELECT value FROM \(self.schema).wf_meta WHERE name = 'format'"), logger: self.logger
-                ).wait().rows
+                let rows = try connection.answer(
+                    to: PostgresQuery(unsafeSQL: "SELECT value FROM \(self.schema).wf_meta WHERE name = 'format'"), logger: self.logger)
                 let current = try rows.first.map { try $0.decode(Int64.self) } ?? 0
                 guard current <= PostgresSchema.format else {
                     throw self.failure(
@@ -111,7 +114,7 @@ public final class PostgresStorage: StorageBackend {
                         + "ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value", on: connection)
                 try self.execute("COMMIT", on: connection)
             } catch {
-                _ = try? connection.query("ROLLBACK", logger: self.logger).wait()
+                _ = try? connection.answer(to: "ROLLBACK", logger: self.logger)
                 throw error
             }
         }
@@ -149,6 +152,8 @@ public final class PostgresStorage: StorageBackend {
         do {
             return try connections.with(body)
         } catch let error as PSQLError where error.code != .server {
+            return try runOnce(operation, body)
+        } catch is ConnectionLost {
             return try runOnce(operation, body)
         } catch let failure as StorageFailure {
             throw failure
@@ -190,13 +195,15 @@ public final class PostgresStorage: StorageBackend {
                     try execute("COMMIT", on: connection)
                     return result
                 } catch {
-                    _ = try? connection.query("ROLLBACK", logger: logger).wait()
+                    _ = try? connection.answer(to: "ROLLBACK", logger: logger)
                     throw error
                 }
             }
         } catch let error as PSQLError {
             throw storageFailure(error, operation: operation)
         } catch let error as PostgresDecodingError {
+            throw storageFailure(error, operation: operation)
+        } catch let error as ConnectionLost {
             throw storageFailure(error, operation: operation)
         }
     }
@@ -209,12 +216,12 @@ public final class PostgresStorage: StorageBackend {
 
     /// Runs `sql` (no parameters) and reads its result to the end.
     func execute(_ sql: String, on connection: PostgresConnection) throws {
-        _ = try connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).wait()
+        _ = try connection.answer(to: PostgresQuery(unsafeSQL: sql), logger: logger)
     }
 
     /// Runs `query` and returns every row (read to the end before this returns).
     func rows(_ query: PostgresQuery, on connection: PostgresConnection) throws -> [PostgresRow] {
-        Array(try connection.query(query, logger: logger).wait().rows)
+        try connection.answer(to: query, logger: logger)
     }
 
     /// A ``StorageFailure`` of this store.

@@ -172,12 +172,13 @@ struct PostgresBackendTests {
     }
 
     @Test(
-        "a server that goes down fails the waiting send with a typed .unavailable storage error; after it restarts, the instance resumes with every acknowledged action",
+        "a server that goes down fails the waiting send with a typed .unavailable storage error; after it restarts, the instance is listed to take over and resumes with every acknowledged action",
         .enabled(if: ProcessInfo.processInfo.environment["WORKFLOW_TEST_POSTGRES_CTL"] != nil)
     )
     func serverDown() async throws {
         let configuration = Self.fresh()
-        let store = WorkflowStore(backend: try PostgresStorage.open(configuration))
+        let storage = try PostgresStorage.open(configuration)
+        let store = WorkflowStore(backend: storage)
         let counters = DurableConfiguration(mode: .strict, actions: DurableCounter.actions)
         let host = try store.start(DurableCounter(), id: "c", configuration: counters)
         for amount in 1...5 { #expect(await host.rendering.sink.sendAndWait(.init(amount: amount))) }
@@ -191,6 +192,10 @@ struct PostgresBackendTests {
         await host.stopAndWait()
         try Self.control("start")
         restarted = true
+        // The stopped host could not clear its claim while the server was down: the store clears
+        // it before listing, so the instance is not left held by this live process with nobody
+        // running it.
+        #expect(try storage.instancesToTakeOver() == ["c"])
         // The same store value: its broken connections were dropped, new ones are opened.
         let resumed = try store.resume(id: "c", as: DurableCounter.self, configuration: counters)
         #expect(resumed.rendering.state.applied == 5)
