@@ -210,6 +210,9 @@ final class CommitPipeline: Sendable {
                     round[index].record = record
                 case .refused(let current):
                     round[index].failure = round[index].writer.refusal(current: current, at: round[index].lastSequence ?? 0)
+                case .alreadyDelivered(let consumer, let version):
+                    round[index].failure = round[index].writer.deliveredTwice(
+                        consumer: consumer, version: version, at: round[index].lastSequence ?? 0)
                 }
             }
         } catch {

@@ -38,6 +38,9 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
         case payloadMismatch
         /// The underlying store failed (see `storageFailure`).
         case storage
+        /// A signal version was handed to the instance a second time: the store refused the
+        /// commit that would have applied it again (nothing of it was written; rule S7).
+        case signalDeliveredTwice
     }
 
     /// What went wrong.

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Synchronization
 import Workflow
 import WorkflowLocks
@@ -284,6 +285,13 @@ final class LogWriter: Sendable {
                                 recovery: "Stop a host before deleting its instance")
         }
         return inUse(by: current, at: sequence)
+    }
+
+    /// The failure of a commit the store refused because a delivery it carried was made already.
+    func deliveredTwice(consumer: UUID, version: UInt64, at sequence: UInt64) -> DurableError {
+        DurableError(.signalDeliveredTwice, store: store.path, instance: instanceID, sequence: sequence,
+                     detail: "version \(version) of signal consumer \(consumer) was already delivered to this instance; the action it came with was not written",
+                     recovery: "Resume the instance (its log holds the first delivery); report this: a delivery should never be handed over twice")
     }
 
     private func inUse(by other: InstanceOwner, at sequence: UInt64) -> DurableError {

@@ -46,6 +46,11 @@ extension LMDBStorage {
         }
         var stored = found.instance, journaledFrom = found.journaledFrom
         guard stored.claim == changes.claim else { return .refused(current: stored.claim) }
+        if let signals {
+            for mark in changes.deliveryMarks where try LMDBSignalStorage.isDelivered(mark, layout: signals, txn) {
+                return .alreadyDelivered(consumer: mark.consumer, version: mark.version)
+            }
+        }
         let entries = changes.entries
         if !entries.isEmpty {
             guard entries.firstSequence == stored.lastSequence + 1 else {

@@ -69,6 +69,10 @@ extension PostgresStorage {
                         status: try Self.status(statuses[index], id: id), created: created[index], updated: outUpdated[index],
                         lastSequence: UInt64(bitPattern: lasts[index]), lastSnapshot: UInt64(bitPattern: lastSnapshots[index]), claim: claim))
                 case 1: return .refused(current: claim)
+                case 3:
+                    // The store does not say which mark: the instance's changes carry one per delivery, rarely more.
+                    let mark = request.changes[index].deliveryMarks.first
+                    return .alreadyDelivered(consumer: mark?.consumer ?? UUID(), version: mark?.version ?? 0)
                 default: return .refused(current: nil)
                 }
             }

@@ -69,4 +69,8 @@ public enum CommitOutcome: Sendable, Hashable {
     case committed(StoredInstance)
     /// Not written: another claim holds the instance (or it was deleted: `nil`).
     case refused(current: InstanceClaim?)
+    /// Not written: a delivery mark of the changes names a version its consumer was already
+    /// marked for, so the action it came with would apply that version a second time (rule S7).
+    /// Nothing of the instance's changes is written.
+    case alreadyDelivered(consumer: UUID, version: UInt64)
 }

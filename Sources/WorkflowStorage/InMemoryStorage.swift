@@ -121,6 +121,10 @@ public final class InMemoryStorage: StorageBackend {
                     throw failure(.invalidInput, "commit",
                                   "instance \(changes.id)'s entries start at \(changes.entries.firstSequence), after \(stored.lastSequence)")
                 }
+                if let mark = changes.deliveryMarks.first(where: { state.signals.isDelivered($0) }) {
+                    outcomes.append(.alreadyDelivered(consumer: mark.consumer, version: mark.version))
+                    continue
+                }
                 outcomes.append(.committed(stored))
             }
             for (index, changes) in request.changes.enumerated() {

@@ -220,6 +220,44 @@ struct SignalContractTests {
         #expect(try signals.consumer(mine.id)?.lastDelivered == 1)
     }
 
+    @Test(
+        "a commit whose delivery mark its consumer already has writes nothing of that instance (alreadyDelivered); the others in it are written",
+        arguments: BackendKind.allCases
+    )
+    func markAlreadyMade(kind: BackendKind) throws {
+        let fresh = try kind.make(), backend = fresh.backend, signals = try backend.signalStorage()
+        let signal = UUID(), mine = Self.consumer(signal), other = Self.consumer(signal)
+        _ = try signals.register(mine, at: 1)
+        _ = try signals.register(other, at: 1)
+        _ = try signals.post([Self.post(signal, "v1"), Self.post(signal, "v2")], keepLatest: 1, at: 2, durability: nil)
+        let a = try #require(try backend.create(Records.new("a", claim: Records.hostA)))
+        let b = try #require(try backend.create(Records.new("b", claim: Records.hostA)))
+        var first = InstanceChanges(id: "a", key: a.key, claim: Records.hostA, entries: Records.range(2, 2), updated: 3)
+        first.deliveryMarks = [Self.mark(mine.id, 1)]
+        if case .committed = try backend.commit(CommitRequest(durability: .synced, changes: [first])).first {} else {
+            Issue.record("the first delivery of version 1 must commit")
+        }
+        // Version 1 again, with the action it would apply a second time, beside another instance's changes.
+        var again = InstanceChanges(id: "a", key: a.key, claim: Records.hostA, entries: Records.range(3, 3), updated: 4)
+        again.deliveryMarks = [Self.mark(mine.id, 1)]
+        var others = InstanceChanges(id: "b", key: b.key, claim: Records.hostA, entries: Records.range(2, 2), updated: 4)
+        others.deliveryMarks = [Self.mark(other.id, 1)]
+        let outcomes = try backend.commit(CommitRequest(durability: .synced, changes: [again, others]))
+        #expect(outcomes.first == .alreadyDelivered(consumer: mine.id, version: 1))
+        if case .committed(let stored) = outcomes.last { #expect(stored.lastSequence == 2) } else { Issue.record("b must commit: \(outcomes)") }
+        #expect(try backend.instance(id: "a")?.lastSequence == 2, "nothing of a's second delivery is written")
+        #expect(try signals.consumer(other.id)?.lastDelivered == 1)
+        // The next version is a new delivery.
+        var next = InstanceChanges(id: "a", key: a.key, claim: Records.hostA, entries: Records.range(3, 3), updated: 5)
+        next.deliveryMarks = [Self.mark(mine.id, 2)]
+        if case .committed(let stored) = try backend.commit(CommitRequest(durability: .synced, changes: [next])).first {
+            #expect(stored.lastSequence == 3)
+        } else {
+            Issue.record("version 2 must commit")
+        }
+        #expect(try signals.consumer(mine.id)?.lastDelivered == 2)
+    }
+
     @Test("application tables keep their entries in key order and apart from each other", arguments: BackendKind.allCases)
     func tables(kind: BackendKind) throws {
         let fresh = try kind.make(), signals = try fresh.backend.signalStorage()

@@ -12,13 +12,20 @@ import WorkflowPostgres
 /// - per-commit `strict` (one instance, one action per commit) against 1 row per commit;
 /// - request/response `grouped`, N instances each with a client looping `await sendAndWait`,
 ///   against N rows per commit;
-/// - request/response `strict`, 100 instances against 1.
+/// - request/response `strict`, 100 instances against 1;
+/// - several hosts: 1,000 instances spread over 1, 2 and 4 host processes (`grouped`, a client
+///   each), against as many processes each committing its share of the rows per raw `CALL`,
+///   each run pairing the engine's processes with the raw ones.
 ///
 /// On one machine, the server shares the two cores with the engine: the ratios say what the
 /// engine adds per commit, not what several machines would reach.
 enum PostgresScenario {
     static let name = "postgres"
     static let instanceCounts = [1, 10, 100]
+    static let hostCounts = [1, 2, 4]
+    static let severalHostsInstances = 1_000
+    /// How long a child process runs its load before it measures.
+    static let warmUp = 3.0
 
     static var url: String? {
         ProcessInfo.processInfo.environment["WORKFLOW_BENCH_POSTGRES"] ?? ProcessInfo.processInfo.environment["WORKFLOW_TEST_POSTGRES"]
@@ -48,6 +55,9 @@ enum PostgresScenario {
         if let ceiling = raw[100] {
             results.append(try requestResponse(.grouped, instances: 100, server: server, window: window, runs: runs, concurrentCommits: 1)
                 .relative(to: ceiling))
+        }
+        for hosts in hostCounts {
+            results.append(contentsOf: try severalHosts(hosts, instances: severalHostsInstances, server: server, window: window, runs: runs))
         }
         var strictOne: Measurement?
         for count in [1, 100] {
@@ -88,20 +98,77 @@ enum PostgresScenario {
         }
     }
 
+    /// `instances` spread over `hosts` processes of this executable on one store, each with a
+    /// client per instance looping `await sendAndWait` (`grouped`), against `hosts` processes each
+    /// inserting its share of rows per raw `CALL`; each run measures both, one after the other.
+    static func severalHosts(_ hosts: Int, instances: Int, server: PostgresConfiguration, window: Double, runs: Int) throws -> [Measurement] {
+        let share = instances / hosts
+        let rawTable = try RawTable(server: server)
+        var rawSamples: [Double] = [], engineSamples: [Double] = []
+        for run in 0..<runs {
+            rawSamples.append(try ChildProcesses.runTogether((0..<hosts).map { host in
+                ["--postgres-raw-child", url!, rawTable.schema, "\(host)", "\(share)", "\(window)"]
+            }))
+            let schema = "wfbench_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+            engineSamples.append(try ChildProcesses.runTogether((0..<hosts).map { host in
+                ["--postgres-host-child", url!, schema, "r\(run)h\(host)-", "\(share)", "\(window)"]
+            }))
+        }
+        let raw = Measurement(
+            name, "raw-\(share)-per-commit-on-\(hosts)", metric: "rows_per_s", samples: rawSamples,
+            detail: "raw PostgreSQL: \(hosts) processes, each CALLing a procedure that inserts \(share) rows and commits, for \(window) s")
+        let engine = Measurement(
+            name, "several-hosts-grouped-\(instances)-on-\(hosts)", metric: "actions_per_s", samples: engineSamples,
+            detail: "\(instances) instances over \(hosts) host processes on one store, a client each looping await sendAndWait for \(window) s")
+        return [raw, engine.relative(to: raw, pairing: engineSamples, with: rawSamples)]
+    }
+
+    /// A host process of ``severalHosts(_:instances:server:window:runs:)``: starts `count`
+    /// instances named `prefix`0... on the store in `schema`, then measures.
+    static func runHostChild(_ arguments: [String]) throws {
+        guard var configuration = PostgresConfiguration(url: arguments[0]) else { throw ChildProcesses.ChildFailed(arguments: arguments) }
+        configuration.schema = arguments[1]
+        let prefix = arguments[2], count = Int(arguments[3])!, window = Double(arguments[4])!
+        let storage = try PostgresStorage.open(configuration)
+        let store = WorkflowStore(backend: storage)
+        let hosts = try (0..<count).map { index in
+            try store.start(CodableCounter(), id: "\(prefix)\(index)", configuration: benchConfiguration(.grouped))
+        }
+        // A new process runs slowly for its first seconds (about 7k actions/s for 100 instances
+        // in the first 2 s, 37k averaged over 8 s): it warms up before it says it is ready, so
+        // that the window measures the steady state, as the in-process cases (run after others) do.
+        _ = ServiceScenario.acknowledgedPerSecond(hosts, window: warmUp)
+        ChildProcesses.serve { ServiceScenario.acknowledgedPerSecond(hosts, window: window) }
+        for host in hosts { host.stop() }
+        storage.close()
+    }
+
+    /// A raw process of ``severalHosts(_:instances:server:window:runs:)``: CALLs the raw table's
+    /// procedure with `rows` rows of its own keys until the window is over; prints rows per second.
+    static func runRawChild(_ arguments: [String]) throws {
+        guard let server = PostgresConfiguration(url: arguments[0]) else { throw ChildProcesses.ChildFailed(arguments: arguments) }
+        let table = try RawTable(server: server, schema: arguments[1])
+        let process = Int64(arguments[2])!, rows = Int(arguments[3])!, window = Double(arguments[4])!
+        _ = try table.rowsPerSecond(keysOf: process, rows: rows, window: warmUp)
+        try ChildProcesses.serve { try table.rowsPerSecond(keysOf: process, rows: rows, window: window) }
+    }
+
     /// A table of (key, sequence, record) and a procedure that inserts a batch and commits.
     struct RawTable {
         let connection: PostgresConnection
         let schema: String
         let logger = Logger(label: "wf-bench")
 
-        init(server: PostgresConfiguration) throws {
-            schema = "wfbench_raw_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        /// Creates the table in a new schema, or (`schema` given) uses the one another process created.
+        init(server: PostgresConfiguration, schema existing: String? = nil) throws {
+            schema = existing ?? "wfbench_raw_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
             connection = try PostgresConnection.connect(
                 on: MultiThreadedEventLoopGroup.singleton.next(),
                 configuration: .init(host: server.host, port: server.port, username: server.username, password: server.password,
                                      database: server.database, tls: .disable),
                 id: 1, logger: logger
             ).wait()
+            if existing != nil { return }
             for statement in [
                 "CREATE SCHEMA \(schema)",
                 "CREATE TABLE \(schema).raw_log (k bigint NOT NULL, seq bigint NOT NULL, rec bytea NOT NULL, PRIMARY KEY (k, seq))",
@@ -136,6 +203,26 @@ enum PostgresScenario {
                 }
                 return Double(rowsPerCommit * commits) / elapsed
             }
+        }
+
+        /// Rows inserted per second by CALLs of `rows` rows (keys of `process`, a sequence each
+        /// call) until `window` seconds are over.
+        func rowsPerSecond(keysOf process: Int64, rows: Int, window: Double) throws -> Double {
+            let record = ByteBuffer(bytes: [UInt8](repeating: 0xAB, count: RawLMDBScenario.recordSize))
+            let keys = (0..<rows).map { process << 32 | Int64($0) }, records = Array(repeating: record, count: rows)
+            // Each run of the scenario starts where the table's sequences end for these keys.
+            var sequence = try connection.query("SELECT COALESCE(max(seq), 0) FROM \(unescaped: schema).raw_log WHERE k = \(keys[0])", logger: logger)
+                .wait().rows.first?.decode(Int64.self) ?? 0
+            var calls = 0
+            let start = ContinuousClock.now, deadline = start + .milliseconds(Int(window * 1_000))
+            while ContinuousClock.now < deadline {
+                sequence += 1
+                let sequences = Array(repeating: sequence, count: rows)
+                _ = try connection.query("CALL \(unescaped: schema).raw_insert(\(keys), \(sequences), \(records))", logger: logger).wait()
+                calls += 1
+            }
+            let elapsed = ContinuousClock.now - start
+            return Double(calls * rows) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
         }
     }
 }

@@ -208,29 +208,9 @@ enum ServiceScenario {
             detail: "2 processes on one store, \(count / 2) instances and clients each, await sendAndWait for \(window) s"
         ) {
             run += 1
-            // Each child starts its instances, says "ready", waits for "go" on its input, runs the
-            // window and prints how many actions were acknowledged per second.
-            let children = try (0..<2).map { child -> (Process, Pipe, Pipe) in
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-                process.arguments = ["--service-child", dir, "r\(run)p\(child)-", "\(count / 2)", "\(window)"]
-                let input = Pipe(), output = Pipe()
-                process.standardInput = input
-                process.standardOutput = output
-                try process.run()
-                return (process, input, output)
-            }
-            for (_, _, output) in children {
-                guard line(from: output.fileHandleForReading) == "ready" else { throw ChildFailed() }
-            }
-            for (_, input, _) in children { input.fileHandleForWriting.write(Data("go\n".utf8)) }
-            var sum = 0.0
-            for (process, _, output) in children {
-                guard let text = line(from: output.fileHandleForReading), let rate = Double(text) else { throw ChildFailed() }
-                sum += rate
-                process.waitUntilExit()
-            }
-            return sum
+            return try ChildProcesses.runTogether((0..<2).map { child in
+                ["--service-child", dir, "r\(run)p\(child)-", "\(count / 2)", "\(window)"]
+            })
         }
     }
 
@@ -238,25 +218,9 @@ enum ServiceScenario {
     static func runChild(_ arguments: [String]) throws {
         let dir = arguments[0], prefix = arguments[1], count = Int(arguments[2])!, window = Double(arguments[3])!
         let (store, hosts, _) = try startInstances(.grouped, count: count, label: "", in: dir, prefix: prefix)
-        FileHandle.standardOutput.write(Data("ready\n".utf8))
-        _ = Swift.readLine()
-        let rate = acknowledgedPerSecond(hosts, window: window)
+        ChildProcesses.serve { acknowledgedPerSecond(hosts, window: window) }
         for host in hosts { host.stop() }
         _ = store
-        FileHandle.standardOutput.write(Data("\(rate)\n".utf8))
-    }
-
-    struct ChildFailed: Error {}
-
-    /// One line from `handle`, read a byte at a time (the child writes more lines later).
-    static func line(from handle: FileHandle) -> String? {
-        var bytes: [UInt8] = []
-        while true {
-            let byte = handle.readData(ofLength: 1)
-            guard let first = byte.first else { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
-            if first == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
-            bytes.append(first)
-        }
     }
 }
 

@@ -6,12 +6,15 @@
 // when one falls below its floor; without scenarios it runs those the file names.
 import Foundation
 
-if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "--signal-poster" {
-    try SignalsScenario.runPoster(Array(CommandLine.arguments.dropFirst(2)))
-    exit(0)
-}
-if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "--service-child" {
-    try ServiceScenario.runChild(Array(CommandLine.arguments.dropFirst(2)))
+// The child processes that scenarios start (this executable, with a mode flag first).
+let childModes: [String: ([String]) throws -> Void] = [
+    "--signal-poster": SignalsScenario.runPoster,
+    "--service-child": ServiceScenario.runChild,
+    "--postgres-host-child": PostgresScenario.runHostChild,
+    "--postgres-raw-child": PostgresScenario.runRawChild,
+]
+if CommandLine.arguments.count > 1, let child = childModes[CommandLine.arguments[1]] {
+    try child(Array(CommandLine.arguments.dropFirst(2)))
     exit(0)
 }
 

@@ -55,6 +55,12 @@ struct SignalContents {
 
     /// Moves the consumer's position forward to the mark's version and applies the removal
     /// rules; nothing when it is gone or already there.
+    /// Whether `mark`'s consumer exists and already has its version (a mark for a consumer that
+    /// is gone is not one: its wait may have ended meanwhile).
+    func isDelivered(_ mark: DeliveryMarkRecord) -> Bool {
+        consumers[mark.consumer].map { $0.lastDelivered >= mark.version } ?? false
+    }
+
     mutating func apply(_ mark: DeliveryMarkRecord) {
         guard var consumer = consumers[mark.consumer], consumer.lastDelivered < mark.version else { return }
         consumer.lastDelivered = mark.version
