@@ -228,13 +228,13 @@ final class LMDBSignalStorage: SignalStorage {
         try txn.value(forKey: id.bytes, in: layout.consumers) { ConsumerRecord.decode(id: id, $0) }
     }
 
-    /// Marks the version delivered and applies the removal rules (S4); a no-op when the
-    /// consumer is gone or already past the version (so a mark can never apply twice).
     /// Whether `mark`'s consumer exists and already has its version.
     static func isDelivered(_ mark: DeliveryMarkRecord, layout: SignalLayout, _ txn: borrowing WriteTransaction) throws -> Bool {
         try consumer(mark.consumer, layout: layout, txn).map { $0.lastDelivered >= mark.version } ?? false
     }
 
+    /// Marks the version delivered and applies the removal rules (S4); a no-op when the
+    /// consumer is gone or already past the version (so a mark can never apply twice).
     static func apply(_ mark: DeliveryMarkRecord, layout: SignalLayout, _ txn: borrowing WriteTransaction) throws {
         guard var consumer = try consumer(mark.consumer, layout: layout, txn), consumer.lastDelivered < mark.version else { return }
         consumer.lastDelivered = mark.version

@@ -134,9 +134,9 @@ enum PostgresScenario {
         let hosts = try (0..<count).map { index in
             try store.start(CodableCounter(), id: "\(prefix)\(index)", configuration: benchConfiguration(.grouped))
         }
-        // A new process runs slowly for its first seconds (about 7k actions/s for 100 instances
-        // in the first 2 s, 37k averaged over 8 s): it warms up before it says it is ready, so
-        // that the window measures the steady state, as the in-process cases (run after others) do.
+        // The first seconds of load of a new process commit in rounds of one or two instances
+        // (README, "PostgreSQL: `wf-bench postgres`"): it runs its load before it says it is ready, so that
+        // the window measures the steady state, as the in-process cases (run after others) do.
         _ = ServiceScenario.acknowledgedPerSecond(hosts, window: warmUp)
         ChildProcesses.serve { ServiceScenario.acknowledgedPerSecond(hosts, window: window) }
         for host in hosts { host.stop() }
