@@ -134,9 +134,9 @@ enum PostgresScenario {
         let hosts = try (0..<count).map { index in
             try store.start(CodableCounter(), id: "\(prefix)\(index)", configuration: benchConfiguration(.grouped))
         }
-        // The first seconds of load of a new process commit in rounds of one or two instances
-        // (README, "PostgreSQL: `wf-bench postgres`"): it runs its load before it says it is ready, so that
-        // the window measures the steady state, as the in-process cases (run after others) do.
+        // It runs its load before it says it is ready, so that the window measures the steady
+        // state of a process that has run for a while, as the in-process cases (run after others)
+        // do, not how a new process's first rounds form (README, "PostgreSQL: `wf-bench postgres`").
         _ = ServiceScenario.acknowledgedPerSecond(hosts, window: warmUp)
         ChildProcesses.serve { ServiceScenario.acknowledgedPerSecond(hosts, window: window) }
         for host in hosts { host.stop() }
