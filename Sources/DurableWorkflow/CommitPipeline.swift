@@ -38,8 +38,15 @@ final class CommitPipeline: Sendable {
         /// Whether a waiting writer can go in a new round now.
         var hasTakeable: Bool { ready.contains { !inFlight.contains(ObjectIdentifier($0)) } }
 
-        /// How many waiting writers are not in flight.
-        var takeableCount: Int { ready.count { !inFlight.contains(ObjectIdentifier($0)) } }
+        /// Whether at least `count` waiting writers are not in flight (it stops counting there).
+        func hasTakeable(atLeast count: Int) -> Bool {
+            var found = 0
+            for writer in ready where !inFlight.contains(ObjectIdentifier(writer)) {
+                found += 1
+                if found >= count { return true }
+            }
+            return false
+        }
 
         /// Whether another committer may start: the first at once; a further one (up to the
         /// backend's concurrency) only while enough writers wait to fill a round of their own.
@@ -50,7 +57,7 @@ final class CommitPipeline: Sendable {
         var hasRoom: Bool {
             switch phase {
             case .idle: true
-            case .committing(let committers): committers < concurrency && takeableCount >= CommitPipeline.extraRoundMinimum
+            case .committing(let committers): committers < concurrency && hasTakeable(atLeast: CommitPipeline.extraRoundMinimum)
             }
         }
 
