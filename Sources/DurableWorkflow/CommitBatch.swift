@@ -49,6 +49,8 @@ struct CommitBatch: Sendable {
     private var payloads: [[UInt8]] = []
     var snapshots: [Snapshot] = []
     var attachments: [any CommitAttachment] = []
+    /// The batch's last entry finished the instance: its commit completes it.
+    var finishes = false
     /// The last target's path storage and action encoding, for the common case of `targetIndex`.
     private var lastSegments: UInt?
     private var lastEncoding: ObjectIdentifier?

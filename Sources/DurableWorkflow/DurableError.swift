@@ -23,6 +23,10 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
         case nonDeterministic
         /// An action applied to a durable host is not a `DurableAction` (it cannot be logged).
         case actionNotDurable
+        /// An action sent to a durable host has a type its configuration's ``ActionRegistry``
+        /// cannot decode: it would be logged, then stop the instance's next resume. It was not
+        /// applied, and the host goes on.
+        case actionNotRegistered
         /// A node state or root workflow cannot be encoded or decoded (not `Codable`).
         case notCodable
         /// A logged entry targets a node that replay did not recreate.

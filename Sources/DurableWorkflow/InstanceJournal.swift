@@ -32,6 +32,10 @@ final class InstanceJournal: RuntimeJournal {
         self.encoders = EncoderCache(codec: configuration.codec)
     }
 
+    func admit(_ type: any WorkflowAction.Type) -> (any Error)? {
+        configuration.refusal(of: type, store: store.path, instance: instanceID)
+    }
+
     func record(action: any WorkflowAction, at path: NodePath, origin: ActionOrigin, time: WallTime) throws {
         try record(opened: action, at: path, origin: origin, time: time)
     }
@@ -57,6 +61,10 @@ final class InstanceJournal: RuntimeJournal {
         }
         currentSequence += 1
         pending.append(action, encoder: encoder, at: path, sequence: currentSequence, origin: origin, time: time)
+    }
+
+    func finish() {
+        pending.finishes = true
     }
 
     func record(props: any Sendable, time: WallTime, tree: any RuntimeTree) throws {

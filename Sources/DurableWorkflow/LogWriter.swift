@@ -273,6 +273,7 @@ final class LogWriter: Sendable {
             id: instanceID, key: participant.record.key, claim: owner, entries: records, updated: last.time.nanosecondsSinceEpoch)
         changes.snapshots = snapshots
         changes.deliveryMarks = marks
+        if batches.contains(where: \.finishes) { changes.status = .completed }
         participant.written = written
         return changes
     }

@@ -41,6 +41,9 @@ extension WorkflowStore {
     ///
     /// Throws ``DurableError`` naming the instance and sequence for an unknown action tag, an
     /// undecodable payload, a corrupt entry or a digest mismatch; the log is left untouched.
+    /// A ``InstanceStatus/failed`` instance that replays is marked running again; a completed
+    /// one (see ``FinishingWorkflow``) finishes again: its host settles
+    /// ``WorkflowHost/completion`` with the same output and stops.
     public func resume<W: DurableWorkflow>(
         id: String, as type: W.Type, configuration: DurableConfiguration = DurableConfiguration()
     ) throws -> WorkflowHost<W> where W.Rendering: Sendable, W.Output: Sendable {
@@ -49,9 +52,12 @@ extension WorkflowStore {
         let claimed = try claimOwnership(of: id)
         let journal = InstanceJournal(store: self, instanceID: id, record: claimed, configuration: configuration)
         // A failed replay stops the host, which releases the claim (hostDidStop).
-        return try WorkflowHost(
+        let host = try WorkflowHost(
             workflow: plan.root, configuration: configuration.host, journal: journal, restorer: plan.restorer,
             initialSequence: plan.baseSequence, replay: { driver in try self.replay(plan, driver: driver) })
+        // An instance `resumeAll` marked failed runs again once it replays.
+        if claimed.status == .failed { try setStatus(.running, id: id) }
+        return host
     }
 
     /// Claims instance `id` for a new host of this process, unless a live host holds it.
@@ -203,7 +209,7 @@ extension WorkflowStore {
                      recovery: "List instances with `wfctl list \(path)`")
     }
 
-    private func checkID(_ id: String) throws {
+    func checkID(_ id: String) throws {
         guard !id.isEmpty, id.utf8.count <= 400 else {
             throw DurableError(.storage, store: path, instance: id, detail: "instance ids must be 1 to 400 bytes of UTF-8")
         }

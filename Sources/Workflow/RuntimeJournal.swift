@@ -8,12 +8,18 @@
 /// committed (D2): at once (`.committed`), or later through the listener (`.committing`).
 /// A thrown error stops the host: nothing uncommitted is released, the log stays the truth.
 package protocol RuntimeJournal: AnyObject {
+    /// `nil` if actions of `type` can be logged and read back after a restart, else why not
+    /// (asked before the first action of a type is applied; a refused action is not applied).
+    func admit(_ type: any WorkflowAction.Type) -> (any Error)?
     /// Records an action applied to the node at `path`.
     func record(action: any WorkflowAction, at path: NodePath, origin: ActionOrigin, time: WallTime) throws
     /// `attachment` (from a worker output that is ``JournalAttachable``) must be committed in the
     /// same transaction as the entry recorded last. (Apart from `record`: passing an optional
     /// existential that is almost always `nil` cost a copy and a destroy through value witnesses.)
     func attach(_ attachment: any Sendable)
+    /// The entry recorded last finished the instance (its root emitted its final output): its
+    /// commit also marks the instance completed.
+    func finish()
     /// Records new root props.
     func record(props: any Sendable, time: WallTime, tree: any RuntimeTree) throws
     /// The render pass for the last recorded entry finished. `awaited`: the entry's action came

@@ -34,9 +34,23 @@ public struct Sink<Action: WorkflowAction>: Sendable {
     }
 
     /// Sends `action` and returns once it has been applied, rendered and (for a durable host)
-    /// committed to the log; returns `false` if it was discarded (ended node, stopped host).
+    /// committed to the log; returns `false` if it was not applied (see ``sendAndCommit(_:)``
+    /// for why).
     @discardableResult
     public func sendAndWait(_ action: Action) async -> Bool {
+        await outcome(of: action) == nil
+    }
+
+    /// Sends `action` and returns once it has been applied, rendered and (for a durable host)
+    /// committed to the log. Throws ``SendError`` if it was not applied: the node has ended or
+    /// no longer declares this sink, the host has stopped or finished, or a durable host cannot
+    /// log the action's type (``DiscardReason/notLoggable``, with the `DurableError` that says
+    /// what to register); the host goes on in every case but a stop.
+    public func sendAndCommit(_ action: Action) async throws(SendError) {
+        if let error = await outcome(of: action) { throw error }
+    }
+
+    private func outcome(of action: Action) async -> SendError? {
         switch target {
         case .node(let queue, let node):
             return await withCheckedContinuation { continuation in
@@ -44,12 +58,38 @@ public struct Sink<Action: WorkflowAction>: Sendable {
             }
         case .recorder(let record):
             record(action)
-            return true
+            return nil
         }
     }
 
     /// A closure that sends the action `make` builds from its argument.
     public func callback<Value>(_ make: @escaping @Sendable (Value) -> Action) -> @Sendable (Value) -> Void {
         { value in self.send(make(value)) }
+    }
+}
+
+/// Why an action sent with ``Sink/sendAndCommit(_:)`` was not applied.
+public struct SendError: Error, CustomStringConvertible {
+    /// Why it was not applied.
+    public let reason: DiscardReason
+    /// What a durable host reported: the `DurableError` behind ``DiscardReason/notLoggable``, or
+    /// the failure that stopped the host.
+    public let underlying: (any Error)?
+
+    public init(reason: DiscardReason, underlying: (any Error)? = nil) {
+        self.reason = reason
+        self.underlying = underlying
+    }
+
+    public var description: String {
+        let what: String = switch reason {
+        case .nodeEnded: "its node has ended"
+        case .actionTypeNotDeclared: "its node's latest render pass declares no sink of its type"
+        case .workerEnded: "the worker that emitted it has ended"
+        case .hostStopped: "the host has stopped"
+        case .notLoggable: "the durable host cannot log it"
+        case .finished: "the instance has finished"
+        }
+        return underlying.map { "the action was not applied: \(what): \($0)" } ?? "the action was not applied: \(what)"
     }
 }

@@ -31,3 +31,18 @@ extension Workflow {
 extension Workflow where State == Void {
     public func makeInitialState() -> State { () }
 }
+
+/// A root workflow that finishes by its own decision: the first root output for which
+/// ``isFinal(_:)`` is true is the instance's result. The action that emitted it is its last:
+/// a durable host commits the instance's `completed` status with that action's entry, so the
+/// outcome comes from the log and survives crashes. The host then delivers the output (on
+/// ``WorkflowHost/outputs`` and ``WorkflowHost/completion``), takes no more actions
+/// (``DiscardReason/finished``) and stops.
+public protocol FinishingWorkflow<Rendering, Output>: Workflow {
+    /// Whether `output`, emitted by this root, finishes the instance (default: every output does).
+    func isFinal(_ output: Output) -> Bool
+}
+
+extension FinishingWorkflow {
+    public func isFinal(_ output: Output) -> Bool { true }
+}

@@ -146,6 +146,17 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
     }
 }
 
+extension WorkflowHost where W: FinishingWorkflow {
+    /// The workflow's final output (see ``FinishingWorkflow``), once the action that emitted it
+    /// is committed (a durable host) and released; the host then stops by itself. A durable
+    /// instance that finished before a restart finishes again when resumed: replay emits the
+    /// same output. Throws ``StoppedBeforeFinishing`` if the host stops or fails first. Any
+    /// number of callers may wait, from any task; waiting is not cancelled with the task.
+    public var completion: W.Output {
+        get async throws(StoppedBeforeFinishing) { try await runtime.completion.wait() }
+    }
+}
+
 /// A running ``WorkflowHost/observeRenderings(_:)``; cancel it to stop the callbacks.
 public final class RenderingObservation: Sendable {
     private let onCancel: Lock<(@Sendable () -> Void)?>

@@ -16,6 +16,12 @@ public enum DiscardReason: String, Sendable, Hashable {
     case workerEnded
     /// The host has stopped.
     case hostStopped
+    /// A durable host cannot log the action's type, or could not read it back after a restart
+    /// (it is not a `DurableAction`, or its configuration's registry has no decoder for it). The
+    /// node's state is unchanged and the host goes on; ``DiscardedAction/error`` says what to do.
+    case notLoggable
+    /// The host's instance has finished (see ``FinishingWorkflow``): it takes no more actions.
+    case finished
 }
 
 /// An action that reached the runtime but was not applied.
@@ -28,6 +34,8 @@ public struct DiscardedAction: Sendable {
     public let reason: DiscardReason
     /// Where it came from.
     public let origin: ActionOrigin
+    /// The error behind a ``DiscardReason/notLoggable`` discard (a `DurableError`).
+    public let error: (any Error)?
 }
 
 /// An action about to be applied to a node, with the node's state before it.

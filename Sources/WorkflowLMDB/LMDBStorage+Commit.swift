@@ -68,6 +68,7 @@ extension LMDBStorage {
                 try appendToLog(entries, of: key, txn)
             }
         }
+        if let status = changes.status { stored.status = status }
         for snapshot in changes.snapshots {
             stored.lastSnapshot = max(stored.lastSnapshot, snapshot.sequence)
             try txn.put(snapshot.bytes, forKey: LogKey(instance: key, sequence: snapshot.sequence), in: layout.snapshots)

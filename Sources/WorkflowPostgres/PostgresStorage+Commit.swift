@@ -8,7 +8,7 @@ extension PostgresStorage {
         guard !request.changes.isEmpty else { return [] }
         try requireLease("commit")
         var keys: [Int64] = [], ids: [String] = [], pids: [Int32] = [], starts: [Int64] = [], tokens: [Int64] = []
-        var firsts: [Int64] = [], counts: [Int32] = [], updated: [Int64] = [], snapshotMaxima: [Int64] = []
+        var firsts: [Int64] = [], counts: [Int32] = [], updated: [Int64] = [], snapshotMaxima: [Int64] = [], statuses: [Int16] = []
         var entryOwners: [Int32] = [], entrySequences: [Int64] = [], records: [ByteBuffer] = []
         var snapshotOwners: [Int32] = [], snapshotSequences: [Int64] = [], snapshots: [ByteBuffer] = []
         var markOwners: [Int32] = [], markConsumers: [UUID] = [], markVersions: [Int64] = [], markTerminates: [Bool] = [], markKeep: [Int32] = []
@@ -23,6 +23,7 @@ extension PostgresStorage {
             counts.append(Int32(changes.entries.count))
             updated.append(changes.updated)
             snapshotMaxima.append(Int64(bitPattern: changes.snapshots.map(\.sequence).max() ?? 0))
+            statuses.append(changes.status.map(Self.code) ?? -1)
             changes.entries.forEach { sequence, bytes in
                 entryOwners.append(owner)
                 entrySequences.append(Int64(bitPattern: sequence))
@@ -48,7 +49,7 @@ extension PostgresStorage {
             let rows = try self.rows(
                 """
                 CALL \(unescaped: self.schema).wf_commit(\(synced), \(keys), \(ids), \(pids), \(starts), \(tokens), \(firsts), \(counts), \
-                \(updated), \(snapshotMaxima), \(entryOwners), \(entrySequences), \(records), \(snapshotOwners), \(snapshotSequences), \(snapshots), \
+                \(updated), \(snapshotMaxima), \(statuses), \(entryOwners), \(entrySequences), \(records), \(snapshotOwners), \(snapshotSequences), \(snapshots), \
                 \(markOwners), \(markConsumers), \(markVersions), \(markTerminates), \(markKeep), \
                 NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
                 """, on: connection)
@@ -56,7 +57,7 @@ extension PostgresStorage {
             return row
         } }
         do {
-            let (states, outPids, outStarts, outTokens, statuses, created, outUpdated, lasts, lastSnapshots, types, codecs) = try row.decode(
+            let (states, outPids, outStarts, outTokens, outStatuses, created, outUpdated, lasts, lastSnapshots, types, codecs) = try row.decode(
                 ([Int16], [Int32], [Int64], [Int64], [Int16], [Int64], [Int64], [Int64], [Int64], [String], [String]).self)
             return try request.changes.indices.map { index -> CommitOutcome in
                 let claim = InstanceClaim(
@@ -66,7 +67,7 @@ extension PostgresStorage {
                     let id = request.changes[index].id
                     return .committed(StoredInstance(
                         id: id, key: request.changes[index].key, workflowType: types[index], codec: codecs[index],
-                        status: try Self.status(statuses[index], id: id), created: created[index], updated: outUpdated[index],
+                        status: try Self.status(outStatuses[index], id: id), created: created[index], updated: outUpdated[index],
                         lastSequence: UInt64(bitPattern: lasts[index]), lastSnapshot: UInt64(bitPattern: lastSnapshots[index]), claim: claim))
                 case 1: return .refused(current: claim)
                 case 3:

@@ -34,6 +34,9 @@ public struct InstanceChanges: Sendable {
     public var snapshots: [(sequence: UInt64, bytes: [UInt8])] = []
     /// Signal versions handed to the instance's workflows, marked delivered with these entries.
     public var deliveryMarks: [DeliveryMarkRecord] = []
+    /// The instance's new status, set with these entries (`nil`: unchanged): a workflow that
+    /// finishes is `completed` by the commit of the entry that finished it.
+    public var status: InstanceStatus?
 
     public init(id: String, key: UInt64, claim: InstanceClaim, entries: LogRecords, updated: Int64) {
         self.id = id

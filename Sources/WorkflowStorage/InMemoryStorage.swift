@@ -139,6 +139,7 @@ public final class InMemoryStorage: StorageBackend {
                     stored.lastSequence = changes.entries.lastSequence
                     stored.updated = changes.updated
                 }
+                if let status = changes.status { stored.status = status }
                 state.instances[stored.id] = stored
                 outcomes[index] = .committed(stored)
             }

@@ -6,6 +6,7 @@ import TestWorkflows
 import Testing
 import Workflow
 import WorkflowLMDB
+import WorkflowLocks
 
 /// A workflow whose render depends on a random number: replay cannot reproduce it.
 struct RandomShape: Workflow, Codable, Sendable {
@@ -183,15 +184,47 @@ struct DurableBadInputTests {
         try expectGoodStillWorks(store)
     }
 
-    @Test("an action that is not a DurableAction stops the durable host; nothing uncommitted is published")
-    func actionNotDurable() throws {
+    @Test("an action that is not a DurableAction is refused before it is applied, with a typed error; the host goes on")
+    func actionNotDurable() async throws {
         let dir = TemporaryDirectory("bad-plain")
         let store = try WorkflowStore.open(path: dir.path)
         let host = try store.start(Leaky(), id: "leaky")
+        let error = await #expect(throws: SendError.self) { try await host.rendering.1.sendAndCommit(Leaky.Plain()) }
+        #expect(error?.reason == .notLoggable)
+        #expect((error?.underlying as? DurableError)?.kind == .actionNotDurable)
         host.rendering.1.send(Leaky.Plain())
-        #expect((host.failure as? DurableError)?.kind == .actionNotDurable)
+        #expect(host.failure == nil)
         #expect(host.rendering.0 == 0)
         #expect(try store.entries(of: "leaky").count == 1)
+        await host.stopAndWait()
+    }
+
+    @Test("an action type the registry cannot decode is refused when it is sent, not at the next restart; the host goes on")
+    func actionNotRegistered() async throws {
+        let dir = TemporaryDirectory("bad-unregistered")
+        let store = try WorkflowStore.open(path: dir.path)
+        let recorder = DiscardRecorder()
+        var configuration = DurableConfiguration(actions: ActionRegistry())
+        configuration.host.observers = [recorder]
+        let host = try store.start(DurableCounter(), id: "unregistered", configuration: configuration)
+        let error = await #expect(throws: SendError.self) { try await host.rendering.sink.sendAndCommit(.init(amount: 2)) }
+        let durable = try #require(error?.underlying as? DurableError)
+        #expect(durable.kind == .actionNotRegistered)
+        #expect(durable.instance == "unregistered")
+        #expect(durable.actionTag == "counter.add")
+        #expect(durable.description.contains("register"))
+        #expect(recorder.reasons == [.notLoggable])
+        #expect(host.failure == nil)
+        #expect(host.rendering.state.count == 0)
+        #expect(try store.entries(of: "unregistered").count == 1)
+        await host.stopAndWait()
+        // With the registration, the same instance takes the action and resumes after it.
+        let fixed = try store.resume(id: "unregistered", as: DurableCounter.self, configuration: counterConfiguration())
+        try await fixed.rendering.sink.sendAndCommit(.init(amount: 2))
+        await fixed.stopAndWait()
+        let resumed = try store.resume(id: "unregistered", as: DurableCounter.self, configuration: counterConfiguration())
+        #expect(resumed.rendering.state.count == 2)
+        await resumed.stopAndWait()
     }
 
     @Test("resuming with the wrong workflow type is a typed error")
@@ -226,4 +259,11 @@ struct ManyInstancesTests {
             host.stop()
         }
     }
+}
+
+/// Keeps the reasons of discarded actions.
+final class DiscardRecorder: WorkflowObserver, Sendable {
+    private let seen = Lock<[DiscardReason]>([])
+    var reasons: [DiscardReason] { seen.withLock { $0 } }
+    func actionDiscarded(_ action: DiscardedAction) { seen.withLock { $0.append(action.reason) } }
 }

@@ -16,8 +16,8 @@ protocol ActionQueue: AnyObject, Sendable {
 enum QueueItem: Sendable {
     /// An action sent through a sink to the node that declared it.
     case send(NodeID, any WorkflowAction)
-    /// As `send`; the waiter learns whether it was applied (and committed).
-    case sendAndWait(NodeID, any WorkflowAction, Waiter<Bool>)
+    /// As `send`; the waiter learns once it is applied and committed (`nil`), or why it was not.
+    case sendAndWait(NodeID, any WorkflowAction, Waiter<SendError?>)
     /// An action for a node (a worker's output).
     case work(any QueuedWork)
     /// New root props (`update(workflow:)`).

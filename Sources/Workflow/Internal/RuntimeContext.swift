@@ -61,6 +61,13 @@ final class RuntimeContext: RuntimeTree {
     @exclusivity(unchecked) private var lastIDNode: (any AnyWorkflowNode)?
     /// Services from the host configuration.
     @exclusivity(unchecked) var dependencies: [ObjectIdentifier: any Sendable] = [:]
+    /// Asked before a durable host applies the first action of a type: `nil` when the journal
+    /// can log actions of that type and read them back after a restart, else why not.
+    @exclusivity(unchecked) var admission: ((any WorkflowAction.Type) -> (any Error)?)?
+    @exclusivity(unchecked) private var admittedTypes: Set<ObjectIdentifier> = []
+    @exclusivity(unchecked) private var lastAdmitted: ObjectIdentifier?
+    /// Why the last action `admits` refused was refused.
+    @exclusivity(unchecked) var lastRefusal: (any Error)?
 
     /// A context whose `queue` is given by ``attach(queue:)`` before any node is made (the queue
     /// needs the context first).
@@ -91,6 +98,32 @@ final class RuntimeContext: RuntimeTree {
         guard hasLastApplied else { return nil }
         hasLastApplied = false
         return appliedSlot.move()
+    }
+
+    /// Whether an originating action of type `Action` may be applied: always in memory and during
+    /// replay; on a durable host, only if its journal can log it (else `lastRefusal` says why).
+    /// The node's state must not change for an action its journal cannot log, so this is asked
+    /// before the action is applied.
+    @inline(__always)
+    func admits<Action: WorkflowAction>(_ type: Action.Type) -> Bool {
+        guard recordsActions, !isReplaying else { return true }
+        let id = ObjectIdentifier(type)
+        if id == lastAdmitted { return true }
+        return admitsOther(type, id: id)
+    }
+
+    @inline(never)
+    private func admitsOther(_ type: any WorkflowAction.Type, id: ObjectIdentifier) -> Bool {
+        if !admittedTypes.contains(id) {
+            // A refused type is asked again next time: refusals are rare, and stay explained.
+            if let refusal = admission?(type) {
+                lastRefusal = refusal
+                return false
+            }
+            admittedTypes.insert(id)
+        }
+        lastAdmitted = id
+        return true
     }
 
     func discardLastApplied() {
@@ -143,8 +176,8 @@ final class RuntimeContext: RuntimeTree {
         for observer in observers { observer.nodeDidEnd(node.info) }
     }
 
-    func discarded(_ description: String, node: NodeInfo?, reason: DiscardReason, origin: ActionOrigin) {
-        let discard = DiscardedAction(actionType: description, node: node, reason: reason, origin: origin)
+    func discarded(_ description: String, node: NodeInfo?, reason: DiscardReason, origin: ActionOrigin, error: (any Error)? = nil) {
+        let discard = DiscardedAction(actionType: description, node: node, reason: reason, origin: origin, error: error)
         for observer in observers { observer.actionDiscarded(discard) }
     }
 

@@ -76,6 +76,7 @@ final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtoco
         guard let node = declaring as? WorkflowNode<Action.WorkflowType> else {
             preconditionFailure("worker \(W.self) of \(nodeInfo.workflowType) was handed a node of \(N.self)")
         }
+        guard node.runtime.admits(Action.self) else { return .discarded(.notLoggable) }
         if let attachment = (output as? any JournalAttachable)?.journalAttachment {
             node.runtime.pendingAttachments = [attachment]
         } else if !node.runtime.pendingAttachments.isEmpty {

@@ -125,6 +125,7 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
         }
         let node = unsafeDowncast(self, to: WorkflowNode<Action.WorkflowType>.self)
         guard node.declaresSink(of: Action.self) else { return .discarded(.actionTypeNotDeclared) }
+        guard runtime.admits(Action.self) else { return .discarded(.notLoggable) }
         node.apply(action, origin: .sink)
         return .applied
     }

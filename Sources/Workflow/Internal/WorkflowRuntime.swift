@@ -51,7 +51,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     private let root: WorkflowNode<Root>
     private let pendingRenderings = ValueBuffer<Root.Rendering>()
     private let pendingOutputs = ValueBuffer<Root.Output>()
-    @exclusivity(unchecked) private var pendingCompletions: [CheckedContinuation<Bool, Never>] = []
+    @exclusivity(unchecked) private var pendingCompletions: [CheckedContinuation<SendError?, Never>] = []
     @exclusivity(unchecked) private var pendingFlushes: [CheckedContinuation<Void, Never>] = []
     /// Whether something recorded since the last commit or hand-off is held (the open batch).
     @exclusivity(unchecked) private var uncommitted = false
@@ -64,6 +64,11 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     @exclusivity(unchecked) private var commitDeferred = false
     @exclusivity(unchecked) private var callbacks: [UInt64: @Sendable (Any) -> Void] = [:]
     @exclusivity(unchecked) private var stopped = false
+    /// Whether the root emitted its final output (a ``FinishingWorkflow``): no more actions.
+    @exclusivity(unchecked) private var finished = false
+    @exclusivity(unchecked) private var finish = FinishPhase.open
+    @exclusivity(unchecked) private var finalOutput: Root.Output?
+    let completion = HostCompletion<Root.Output>()
 
     deinit {
         popped.deallocate()
@@ -85,6 +90,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         context.restorer = restorer
         context.instanceID = journal?.instanceID
         context.recordsActions = journal != nil
+        if let journal { context.admission = { type in journal.admit(type) } }
         context.currentSequence = initialSequence ?? journal?.currentSequence ?? 0
         context.isReplaying = replay != nil
         context.currentTime = clock.now()
@@ -97,7 +103,13 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         inbox.withLock { $0.draining = true }
         let me = currentThread()
         drainerThread.store(me, ordering: .relaxed)
-        if bufferOutputs {
+        if let isFinal = Self.finalOutputCheck() {
+            // Owner: the runtime holds the root, which holds this handler.
+            root.outputHandler = { [unowned(unsafe) self] output in
+                if !self.finished, isFinal(self.root.workflow, output) { self.reachedFinal(output) }
+                if bufferOutputs, !self.context.isReplaying { self.pendingOutputs.append(output) }
+            }
+        } else if bufferOutputs {
             // Owner: the runtime holds the root, which holds this handler.
             root.outputHandler = { [unowned(unsafe) self] output in
                 if !self.context.isReplaying { self.pendingOutputs.append(output) }
@@ -221,7 +233,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         case .send(let nodeID, let action):
             _ = applySent(action, to: nodeID)
         case .sendAndWait(let nodeID, let action, let waiter):
-            settle(waiter.continuation, applied: applySent(action, to: nodeID, awaited: true) == .applied)
+            settle(waiter.continuation, outcome: applySent(action, to: nodeID, awaited: true))
         case .work(let work):
             _ = applyWork(work)
         case .updateRoot(let boxed):
@@ -255,19 +267,32 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
                 context.effects.release(queue: self, observers: context.observers, hostStopped: true)
                 endStreams()
                 journal?.hostDidStop()
+                completion.stop(failure: nil)
             }
             waiter?.continuation.resume()
         }
     }
 
     /// Resumes a `sendAndWait` once its action is committed (at once if it was not applied).
-    private func settle(_ completion: CheckedContinuation<Bool, Never>, applied: Bool) {
-        if applied && uncommitted {
+    private func settle(_ completion: CheckedContinuation<SendError?, Never>, outcome: WorkOutcome) {
+        switch outcome {
+        case .applied where uncommitted:
             pendingCompletions.append(completion)
-        } else if applied && !sealed.isEmpty {
+        case .applied where !sealed.isEmpty:
             sealed[sealed.count - 1].completions.append(completion)
-        } else {
-            completion.resume(returning: applied)
+        case .applied:
+            completion.resume(returning: nil)
+        case .discarded(let reason):
+            completion.resume(returning: SendError(reason: reason, underlying: refusal(for: reason)))
+        }
+    }
+
+    /// What a durable host reported about a discard: the journal's refusal, or the host's failure.
+    private func refusal(for reason: DiscardReason) -> (any Error)? {
+        switch reason {
+        case .notLoggable: context.lastRefusal
+        case .hostStopped: failure
+        default: nil
         }
     }
 
@@ -278,6 +303,10 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             context.discarded("\(type(of: action))", node: nil, reason: .hostStopped, origin: .sink)
             return .discarded(.hostStopped)
         }
+        guard !finished else {
+            context.discarded("\(type(of: action))", node: nil, reason: .finished, origin: .sink)
+            return .discarded(.finished)
+        }
         guard let node = context.node(id: nodeID) else {
             context.discarded("\(type(of: action))", node: nil, reason: .nodeEnded, origin: .sink)
             return .discarded(.nodeEnded)
@@ -287,7 +316,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         let outcome = node.applySent(action)
         if case .discarded(let reason) = outcome {
             setPhase(.idle)
-            context.discarded("\(type(of: action))", node: node.info, reason: reason, origin: .sink)
+            context.discarded("\(type(of: action))", node: node.info, reason: reason, origin: .sink, error: refusal(for: reason))
             return outcome
         }
         return recordAndRender(outcome, awaited: awaited)
@@ -298,7 +327,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
 
     @inline(never)
     private func updateRoot(_ boxed: any Sendable) {
-        guard !stopped, let workflow = boxed as? Root else { return }
+        guard !stopped, !finished, let workflow = boxed as? Root else { return }
         setPhase(.applying)
         context.currentTime = context.clock.now()
         root.update(workflow: workflow)
@@ -326,6 +355,10 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             context.discarded(work.description, node: nil, reason: .hostStopped, origin: work.origin)
             return .discarded(.hostStopped)
         }
+        guard !finished else {
+            context.discarded(work.description, node: nil, reason: .finished, origin: work.origin)
+            return .discarded(.finished)
+        }
         guard let node = context.node(id: work.nodeID) else {
             context.discarded(work.description, node: nil, reason: .nodeEnded, origin: work.origin)
             return .discarded(.nodeEnded)
@@ -335,7 +368,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         let outcome = work.apply(to: node)
         if case .discarded(let reason) = outcome {
             setPhase(.idle)
-            context.discarded(work.description, node: node.info, reason: reason, origin: work.origin)
+            context.discarded(work.description, node: node.info, reason: reason, origin: work.origin, error: refusal(for: reason))
             return outcome
         }
         return recordAndRender(outcome)
@@ -350,12 +383,17 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
                 try journal.record(action: applied, at: path, origin: context.lastAppliedOrigin, time: context.currentTime)
                 for attachment in context.pendingAttachments { journal.attach(attachment) }
                 context.currentSequence = journal.currentSequence
+                if case .reached = finish {
+                    journal.finish()
+                    finish = .recorded(through: journal.currentSequence)
+                }
             } catch {
                 fail(error)
                 return .discarded(.hostStopped)
             }
         }
         if !context.pendingAttachments.isEmpty { context.pendingAttachments = [] }
+        if case .reached = finish { finish = .recorded(through: 0) }
         renderPassAndRelease(awaited: awaited)
         return stopped ? .discarded(.hostStopped) : outcome
     }
@@ -467,8 +505,9 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         }
         sealedRenderings -= batch.renderings
         if batch.outputs > 0 { deliverOutputs(prefix: batch.outputs) }
-        for completion in batch.completions { completion.resume(returning: true) }
+        for completion in batch.completions { completion.resume(returning: nil) }
         for flush in batch.flushes { flush.resume() }
+        if case .recorded(let through) = finish, through <= batch.through { settleFinish() }
         setPhase(.idle)
     }
 
@@ -480,14 +519,43 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         pendingRenderings.drain(movingEach: publish(movingFrom:))
         if !pendingOutputs.isEmpty { deliverOutputs() }
         if !pendingCompletions.isEmpty {
-            for completion in pendingCompletions { completion.resume(returning: true) }
+            for completion in pendingCompletions { completion.resume(returning: nil) }
             pendingCompletions.removeAll()
         }
         if !pendingFlushes.isEmpty {
             for flush in pendingFlushes { flush.resume() }
             pendingFlushes.removeAll()
         }
+        if case .recorded = finish { settleFinish() }
         setPhase(.idle)
+    }
+
+    // MARK: Finishing
+
+    /// How a ``FinishingWorkflow`` root tells its final output, or `nil` for other roots.
+    private static func finalOutputCheck() -> ((Root, Root.Output) -> Bool)? {
+        guard let finishing = Root.self as? any FinishingWorkflow.Type else { return nil }
+        func check<F: FinishingWorkflow>(_: F.Type) -> (Root, Root.Output) -> Bool {
+            { root, output in (root as! F).isFinal(output as! F.Output) }
+        }
+        return check(finishing)
+    }
+
+    /// The root emitted its final output (live or in replay): the action that emitted it is the
+    /// instance's last, and its journal entry completes the instance.
+    @inline(never)
+    private func reachedFinal(_ output: Root.Output) {
+        finished = true
+        finalOutput = output
+        finish = context.isReplaying ? .recorded(through: context.currentSequence) : .reached
+    }
+
+    /// The final action is committed and its consequences released: the result goes to
+    /// `completion`, and the host stops after the work already queued.
+    private func settleFinish() {
+        finish = .settled
+        if let finalOutput { completion.finish(finalOutput) }
+        enqueue(.stop(nil))
     }
 
     /// Makes the rendering at `pending` the host's current one (it moves into the publisher,
@@ -542,11 +610,13 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         context.effects.sideEffectsToStart.removeAll()
         root.tearDown()
         context.effects.release(queue: self, observers: context.observers, hostStopped: true)
-        for completion in pendingCompletions { completion.resume(returning: false) }
+        let notApplied = SendError(reason: .hostStopped, underlying: failure)
+        for completion in pendingCompletions { completion.resume(returning: notApplied) }
         pendingCompletions.removeAll()
         for flush in pendingFlushes { flush.resume() }
         pendingFlushes.removeAll()
         endStreams()
+        completion.stop(failure: failure)
         setPhase(.idle)
     }
 
@@ -622,7 +692,7 @@ private struct SealedRelease {
     let renderings: Int
     let outputs: Int
     var effects: EffectBatch
-    var completions: [CheckedContinuation<Bool, Never>]
+    var completions: [CheckedContinuation<SendError?, Never>]
     var flushes: [CheckedContinuation<Void, Never>]
 }
 
@@ -630,6 +700,18 @@ private struct SealedRelease {
 private struct Inbox {
     let queue = ValueBuffer<QueueItem>(capacity: 16)
     var draining = false
+}
+
+/// Where a finishing root's final output stands.
+private enum FinishPhase {
+    /// Not emitted.
+    case open
+    /// Emitted by the action being applied, not yet recorded in the journal.
+    case reached
+    /// Recorded as the entry at `through` (0 in memory): released with that entry's commit.
+    case recorded(through: UInt64)
+    /// Delivered to `completion`.
+    case settled
 }
 
 /// What the drainer is doing, for the "sent during render" check.

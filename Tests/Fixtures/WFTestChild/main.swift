@@ -421,6 +421,39 @@ do {
         fail("built without the Postgres trait")
         #endif
 
+    case "checkout-loop":
+        // checkout-loop STORE MODE PREFIX: 8 tasks run checkouts "PREFIX-N" (N = 0, 1, ...):
+        // each starts one with start(with: Open(items: N)) and prints "started N", pays 1 three
+        // times (total 3) with sendAndWait, awaits its completion and prints "finished N ITEMS PAID".
+        let mode: DurableConfiguration.Mode = arguments[2] == "grouped" ? .grouped : .strict
+        let configuration = DurableConfiguration(mode: mode, actions: Checkout.actions)
+        let store = try openStore(arguments[1])
+        let prefix = arguments[3]
+        say("ready")
+        for task in 0..<8 {
+            Task.detached {
+                var number = task
+                while true {
+                    do {
+                        let host = try store.start(Checkout(total: 3), id: "\(prefix)-\(number)", with: Checkout.Open(items: number),
+                                                   configuration: configuration)
+                        say("started \(number)")
+                        for _ in 0..<3 {
+                            guard await host.rendering.pay.sendAndWait(.init(amount: 1)) else {
+                                fail("\(prefix)-\(number): not applied: \(String(describing: host.failure))")
+                            }
+                        }
+                        guard case .receipt(let receipt) = try await host.completion else { fail("\(prefix)-\(number): no receipt") }
+                        say("finished \(number) \(receipt.items) \(receipt.paid)")
+                    } catch {
+                        fail("\(prefix)-\(number): \(error)")
+                    }
+                    number += 8
+                }
+            }
+        }
+        while true { sleep(60) }
+
     case "resume-counter":
         // resume-counter STORE ID: resumes DurableCounter instance ID and prints "count N", or
         // "error KIND sequence S: DESCRIPTION" for a DurableError.

@@ -1,0 +1,193 @@
+import Workflow
+import WorkflowStorage
+
+extension WorkflowStore {
+    /// Starts a new instance `id` of `workflow` with `firstAction` applied to its root: the props
+    /// entry and the action's entry are committed together before this returns, so a crash
+    /// leaves either no instance or one that has taken its first action (never one waiting in its
+    /// initial state for an action nobody will send again). The host then runs like a resumed
+    /// one: the action was applied by replay, so its workers and side effects start and its
+    /// rendering is published, but a root output it emitted is not delivered on
+    /// ``WorkflowHost/outputs`` (a final one still settles ``WorkflowHost/completion``).
+    ///
+    /// Throws ``DurableError/Kind/actionNotRegistered`` (nothing is written) when the
+    /// configuration's registry cannot decode `A`, and ``DurableError/Kind/instanceExists`` when
+    /// `id` is taken.
+    public func start<W: DurableWorkflow, A: DurableAction>(
+        _ workflow: W, id: String, with firstAction: A, configuration: DurableConfiguration = DurableConfiguration()
+    ) throws -> WorkflowHost<W> where A.WorkflowType == W, W.Rendering: Sendable, W.Output: Sendable {
+        try checkID(id)
+        if let refusal = configuration.refusal(of: A.self, store: path, instance: id) { throw refusal }
+        let codec = configuration.codec
+        let props = try StateCoding.encode(workflow, codec: codec, what: "root props", store: path, instance: id)
+        let now = configuration.host.clock.now()
+        let rootPath = Self.rootPath(of: W.self)
+        let firstEntry = try Self.firstActionEntry(
+            firstAction, of: workflow, at: rootPath, time: now, configuration: configuration, store: path, instance: id)
+        let entries = [
+            LogEntry(sequence: 1, time: now, origin: .props, nodePath: rootPath, actionTag: LogEntry.propsTag, actionVersion: 1,
+                     payload: props, digest: nil),
+            firstEntry,
+        ]
+        var records = LogRecords(firstSequence: 1)
+        for entry in entries { records.append(entry.encoded()) }
+        let started = ContinuousClock.now
+        let created = try storageCall(instance: id) { () throws(StorageFailure) in
+            try backend.create(NewInstance(
+                id: id, workflowType: String(reflecting: W.self), codec: codec.name, status: .running,
+                created: now.nanosecondsSinceEpoch, claim: .claim(), entries: records))
+        }
+        guard let record = created else {
+            throw DurableError(.instanceExists, store: path, instance: id, detail: "an instance with this id already exists",
+                               recovery: "Resume it (startOrResume does either), or pick another id")
+        }
+        let duration = ContinuousClock.now - started
+        for observer in configuration.observers {
+            for entry in entries { observer.didAppend(entry, instance: id) }
+            observer.didCommit(instance: id, batchSize: 2, lastSequence: 2, duration: duration)
+        }
+        let journal = InstanceJournal(store: self, instanceID: id, record: record, configuration: configuration)
+        return try WorkflowHost(
+            workflow: workflow, configuration: configuration.host, journal: journal, initialSequence: 1,
+            replay: { driver in try driver.apply(firstAction, at: rootPath, origin: .sink, time: now, sequence: 2) })
+    }
+
+    /// Resumes instance `id` if it exists, else starts it from `workflow` (with `firstAction`
+    /// applied atomically, if given). Safe against a concurrent start of the same id by another
+    /// process: the loser resumes what the winner created.
+    public func startOrResume<W: DurableWorkflow, A: DurableAction>(
+        _ workflow: W, id: String, with firstAction: A, configuration: DurableConfiguration = DurableConfiguration()
+    ) throws -> WorkflowHost<W> where A.WorkflowType == W, W.Rendering: Sendable, W.Output: Sendable {
+        try startOrResume(id: id, as: W.self, configuration: configuration) {
+            try start(workflow, id: id, with: firstAction, configuration: configuration)
+        }
+    }
+
+    /// Resumes instance `id` if it exists, else starts it from `workflow`.
+    public func startOrResume<W: DurableWorkflow>(
+        _ workflow: W, id: String, configuration: DurableConfiguration = DurableConfiguration()
+    ) throws -> WorkflowHost<W> where W.Rendering: Sendable, W.Output: Sendable {
+        try startOrResume(id: id, as: W.self, configuration: configuration) {
+            try start(workflow, id: id, configuration: configuration)
+        }
+    }
+
+    private func startOrResume<W: DurableWorkflow>(
+        id: String, as type: W.Type, configuration: DurableConfiguration, start: () throws -> WorkflowHost<W>
+    ) throws -> WorkflowHost<W> where W.Rendering: Sendable, W.Output: Sendable {
+        if try record(id: id) != nil { return try resume(id: id, as: type, configuration: configuration) }
+        do {
+            return try start()
+        } catch let error as DurableError where error.kind == .instanceExists {
+            return try resume(id: id, as: type, configuration: configuration)
+        }
+    }
+
+    /// Resumes every `running` instance whose root is `W`, each on its own: one that cannot be
+    /// resumed never stops the others. An instance whose log cannot be replayed (an unknown or
+    /// undecodable action, a corrupt entry, a divergent replay) is marked ``InstanceStatus/failed``
+    /// and listed as such; fix the cause and ``resume(id:as:configuration:)`` it, which marks it
+    /// running again. An instance another live host holds, or that a storage error kept from
+    /// resuming, keeps its status. Results are in order of instance id.
+    public func resumeAll<W: DurableWorkflow>(
+        _ type: W.Type, configuration: DurableConfiguration = DurableConfiguration()
+    ) throws -> [ResumeResult<W>] where W.Rendering: Sendable, W.Output: Sendable {
+        let typeName = String(reflecting: W.self)
+        let ids = try storageCall(instance: nil) { () throws(StorageFailure) in try backend.instances() }
+            .filter { $0.status == .running && $0.workflowType == typeName }
+            .map(\.id).sorted()
+        return ids.map { id in
+            do {
+                return ResumeResult(id: id, outcome: .success(try resume(id: id, as: type, configuration: configuration)))
+            } catch let error as DurableError {
+                if error.kind.meansTheLogCannotBeReplayed { try? setStatus(.failed, id: id) }
+                return ResumeResult(id: id, outcome: .failure(error))
+            } catch {
+                return ResumeResult(id: id, outcome: .failure(DurableError(
+                    .storage, store: path, instance: id, detail: "the instance could not be resumed: \(error)")))
+            }
+        }
+    }
+
+    /// The log entry of `action` applied to a new root `workflow` at `time` (sequence 2), with
+    /// the digest the configuration asks for at that sequence.
+    private static func firstActionEntry<W: DurableWorkflow, A: DurableAction>(
+        _ action: A, of workflow: W, at rootPath: NodePath, time: WallTime, configuration: DurableConfiguration,
+        store: String, instance: String
+    ) throws -> LogEntry where A.WorkflowType == W, W.Rendering: Sendable, W.Output: Sendable {
+        let codec = configuration.codec
+        let payload: [UInt8]
+        do {
+            payload = try codec.encode(action)
+        } catch {
+            throw DurableError(.notCodable, store: store, instance: instance, sequence: 2, actionTag: A.tag, nodePath: rootPath.description,
+                               detail: "the first action could not be encoded: \(error)")
+        }
+        var digest: UInt64?
+        if case .every(let interval) = configuration.digests, interval > 0, 2 % UInt64(interval) == 0 {
+            // The state after the action, from a tree that only replays it (nothing is released).
+            let digests = StateDigests(codec: codec, store: store, instance: instance)
+            let result = DigestResult()
+            try WorkflowHost<W>.inspect(
+                workflow: workflow, configuration: configuration.host, restorer: nil, initialSequence: 1,
+                replay: { driver in try driver.apply(action, at: rootPath, origin: .sink, time: time, sequence: 2) },
+                inspect: { tree in result.value = Result { try digests.digest(of: tree) } })
+            digest = try result.value?.get()
+        }
+        return LogEntry(sequence: 2, time: time, origin: .sink, nodePath: rootPath, actionTag: A.tag, actionVersion: A.version,
+                        payload: payload, digest: digest)
+    }
+}
+
+/// What ``WorkflowStore/resumeAll(_:configuration:)`` made of one instance.
+public struct ResumeResult<W: Workflow & Sendable>: Sendable where W.Rendering: Sendable, W.Output: Sendable {
+    /// The instance's id.
+    public let id: String
+    /// Its running host, or why it could not be resumed.
+    public let outcome: Result<WorkflowHost<W>, DurableError>
+
+    /// The running host, if the instance was resumed.
+    public var host: WorkflowHost<W>? { try? outcome.get() }
+    /// Why it could not be resumed, if it could not.
+    public var error: DurableError? {
+        if case .failure(let error) = outcome { return error }
+        return nil
+    }
+}
+
+/// The digest an inspection computed (set once, on the calling thread).
+private final class DigestResult {
+    var value: Result<UInt64, any Error>?
+}
+
+extension DurableConfiguration {
+    /// Why actions of `type` cannot be logged by a host with this configuration, or `nil`.
+    func refusal(of type: any WorkflowAction.Type, store: String, instance: String) -> DurableError? {
+        guard let durable = type as? any DurableAction.Type else {
+            return DurableError(
+                .actionNotDurable, store: store, instance: instance,
+                detail: "\(type) was sent to a durable host but is not a DurableAction, so it cannot be logged",
+                recovery: "Make the action Codable, conform it to DurableAction and register it in DurableConfiguration.actions")
+        }
+        guard actions.knows(tag: durable.tag, version: durable.version) else {
+            return DurableError(
+                .actionNotRegistered, store: store, instance: instance, actionTag: durable.tag,
+                detail: "no decoder is registered for \(type) (tag \"\(durable.tag)\", version \(durable.version)), so a restart could not replay it",
+                recovery: "Register it: DurableConfiguration.actions.register(\(type).self)")
+        }
+        return nil
+    }
+}
+
+extension DurableError.Kind {
+    /// Whether the error says the instance's log cannot be replayed as it stands (as opposed to
+    /// the instance being busy elsewhere or the store failing).
+    var meansTheLogCannotBeReplayed: Bool {
+        switch self {
+        case .unknownActionType, .undecodablePayload, .corruptEntry, .nonDeterministic, .replayMismatch, .notCodable, .payloadMismatch:
+            true
+        default:
+            false
+        }
+    }
+}
