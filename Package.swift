@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "WorkflowFeedback", targets: ["WorkflowFeedback"]),
         .library(name: "WorkflowCLI", targets: ["WorkflowCLI"]),
         .library(name: "WorkflowPostgres", targets: ["WorkflowPostgres"]),
+        .library(name: "WorkflowService", targets: ["WorkflowService"]),
         .executable(name: "wfctl", targets: ["wfctl"]),
     ],
     traits: [
@@ -26,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // The system liblmdb (Debian: liblmdb-dev), found through pkg-config.
@@ -61,6 +63,15 @@ let package = Package(
         .target(name: "WorkflowSignals", dependencies: ["DurableWorkflow", "Workflow", "WorkflowStorage", "WorkflowLocks"]),
         // Feedback loops: the Mealy-machine front end, in memory and durable, on the same runtime.
         .target(name: "WorkflowFeedback", dependencies: ["Workflow", "DurableWorkflow", "WorkflowLocks"]),
+        // A store's instances as a swift-service-lifecycle Service: resume at start, graceful shutdown.
+        .target(
+            name: "WorkflowService",
+            dependencies: [
+                "DurableWorkflow", "Workflow", "WorkflowLocks",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The inspect/replay tool as a library (a service registers its types) and the shipped wfctl.
         .target(
             name: "WorkflowCLI",
@@ -96,7 +107,9 @@ let package = Package(
             name: "wf-test-child",
             dependencies: [
                 "LMDB", "Workflow", "DurableWorkflow", "WorkflowLMDB", "WorkflowPostgres", "WorkflowSignals", "WorkflowFeedback", "TestSupport",
-                "TestWorkflows", "WorkflowLocks",
+                "TestWorkflows", "WorkflowLocks", "WorkflowService",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/Fixtures/WFTestChild"
         ),
@@ -111,6 +124,14 @@ let package = Package(
             ]
         ),
         .testTarget(name: "WorkflowLocksTests", dependencies: ["WorkflowLocks"]),
+        .testTarget(
+            name: "WorkflowServiceTests",
+            dependencies: [
+                "WorkflowService", "DurableWorkflow", "Workflow", "WorkflowLMDB", "TestSupport", "TestWorkflows", "wf-test-child",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "DurableWorkflowTests",
             dependencies: [

@@ -48,6 +48,14 @@ public final class WorkflowStore: Sendable {
         do { try backend.sync() } catch { throw DurableError.storage(error, store: path) }
     }
 
+    /// Syncs every commit made so far and lets the backend go (PostgreSQL: its connections and
+    /// its host's lease, so other hosts may take over at once). Stop every host first; the store
+    /// is not usable after this.
+    public func close() throws(DurableError) {
+        try sync()
+        backend.close()
+    }
+
     /// Facts about the store: counts, and the backend's sizes.
     public func statistics() throws(DurableError) -> StoreStatistics {
         do { return try backend.statistics() } catch { throw DurableError.storage(error, store: path) }

@@ -140,6 +140,12 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
         runtime.enqueue(.stop(nil))
     }
 
+    /// Calls `handler` once the host has stopped, for any reason (a stop, a failure, a finished
+    /// workflow); at once if it has. It runs on the thread that stopped the host.
+    public func whenStopped(_ handler: @escaping @Sendable () -> Void) {
+        runtime.whenStopped(handler)
+    }
+
     /// Stops (see ``stop()``) and returns once everything has ended.
     public func stopAndWait() async {
         await withCheckedContinuation { continuation in runtime.enqueue(.stop(Waiter(continuation))) }

@@ -90,9 +90,15 @@ public protocol StorageBackend: AnyObject, Sendable {
     func checkStructure(progress: (String) -> Void) -> [StoreDamage]
     /// Writes a compact, consistent copy of the whole store to `destination`.
     func copy(to destination: String) throws(StorageFailure)
+    /// Lets go of what the backend holds beyond memory (connections, a host's lease) once no
+    /// host runs; calls after this may fail. The default does nothing: an LMDB environment is
+    /// closed when its last reference goes.
+    func close()
 }
 
 extension StorageBackend {
     /// One commit at a time, unless the backend says otherwise.
     public var concurrentCommits: Int { 1 }
+
+    public func close() {}
 }

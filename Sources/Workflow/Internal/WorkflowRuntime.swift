@@ -69,6 +69,8 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     @exclusivity(unchecked) private var finish = FinishPhase.open
     @exclusivity(unchecked) private var finalOutput: Root.Output?
     let completion = HostCompletion<Root.Output>()
+    /// Called once the host has stopped (`nil` after that).
+    private let stopHandlers = Lock<[@Sendable () -> Void]?>([])
 
     deinit {
         popped.deallocate()
@@ -268,6 +270,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
                 endStreams()
                 journal?.hostDidStop()
                 completion.stop(failure: nil)
+                runStopHandlers()
             }
             waiter?.continuation.resume()
         }
@@ -617,7 +620,26 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         pendingFlushes.removeAll()
         endStreams()
         completion.stop(failure: failure)
+        runStopHandlers()
         setPhase(.idle)
+    }
+
+    /// Calls `handler` once the host has stopped (at once if it has).
+    func whenStopped(_ handler: @escaping @Sendable () -> Void) {
+        let added = stopHandlers.withLock { handlers -> Bool in
+            guard handlers != nil else { return false }
+            handlers!.append(handler)
+            return true
+        }
+        if !added { handler() }
+    }
+
+    private func runStopHandlers() {
+        let handlers = stopHandlers.withLock { handlers in
+            defer { handlers = nil }
+            return handlers ?? []
+        }
+        for handler in handlers { handler() }
     }
 
     private func endStreams() {

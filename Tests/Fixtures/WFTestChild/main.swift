@@ -11,6 +11,9 @@ import WorkflowSignals
 import TestWorkflows
 import Workflow
 import WorkflowLocks
+import WorkflowService
+import ServiceLifecycle
+import Logging
 #if Postgres
 import WorkflowPostgres
 #endif
@@ -42,6 +45,14 @@ func openStore(_ location: String, checkpointEntries: Int? = nil) throws -> Work
     }
     if let checkpointEntries { return try WorkflowStore.open(path: location, checkpointEntries: checkpointEntries) }
     return try WorkflowStore.open(path: location)
+}
+
+/// Prints "applied AMOUNT" for each DurableCounter.Add applied, on the host's thread.
+struct AppliedPrinter: WorkflowObserver {
+    func actionWillApply(_ event: ActionEvent) -> ((_ stateAfter: Any, _ output: Any?) -> Void)? {
+        guard let add = event.action as? DurableCounter.Add else { return nil }
+        return { _, _ in say("applied \(add.amount)") }
+    }
 }
 
 /// The ids of the instances a host runs (its driving tasks remove theirs when they end).
@@ -453,6 +464,44 @@ do {
             }
         }
         while true { sleep(60) }
+
+    case "service-counters":
+        // service-counters STORE N: a WorkflowService runs DurableCounter instances "t0"..."tN-1"
+        // in `grouped` mode inside a ServiceGroup that shuts down gracefully on SIGTERM; prints
+        // "ready". A task per instance sends Add(amount: n * 1000 + I) for n = 1, 2, ... with
+        // `send` (which returns once applied, before its commit); an observer prints
+        // "applied AMOUNT" as each is applied. After the graceful shutdown: "stopped", exit 0.
+        let logger = Logger(label: "service-counters")
+        var configuration = DurableConfiguration(mode: .grouped, actions: DurableCounter.actions, snapshotEvery: nil)
+        configuration.host.observers = [AppliedPrinter()]
+        let store = try openStore(arguments[1])
+        let service = WorkflowService(store: store, logger: logger)
+        service.register(DurableCounter.self, configuration: configuration)
+        let group = ServiceGroup(services: [service], gracefulShutdownSignals: [.sigterm], logger: logger)
+        let instances = Int(arguments[2])!
+        Task.detached {
+            while service.state != .running { try? await Task.sleep(for: .milliseconds(5)) }
+            for index in 0..<instances {
+                let host = try service.startOrResume(DurableCounter(), id: "t\(index)")
+                Task.detached {
+                    var n = host.rendering.state.applied + 1
+                    while service.state == .running {
+                        host.rendering.sink.send(.init(amount: n * 1000 + index))
+                        n += 1
+                        if n % 16 == 0 { try? await Task.sleep(for: .microseconds(300)) }
+                    }
+                }
+            }
+            say("ready")
+        }
+        let finished = DispatchSemaphore(value: 0)
+        Task.detached {
+            do { try await group.run() } catch { say("group failed: \(error)") }
+            finished.signal()
+        }
+        finished.wait()
+        say("stopped \(service.state)")
+        exit(0)
 
     case "resume-counter":
         // resume-counter STORE ID: resumes DurableCounter instance ID and prints "count N", or

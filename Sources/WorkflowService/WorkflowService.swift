@@ -1,0 +1,239 @@
+import DurableWorkflow
+import Logging
+import ServiceLifecycle
+import Workflow
+import WorkflowLocks
+
+/// A store's durable instances run as a service of a swift-service-lifecycle `ServiceGroup`.
+///
+/// Register the root workflow types the service runs (each with its configuration), add the
+/// service to a `ServiceGroup`, and start instances through it. `run()` resumes every running
+/// instance of the registered types (``WorkflowStore/resumeAll(_:configuration:)``: one that
+/// cannot be replayed is marked failed and logged, the others run), then serves until graceful
+/// shutdown (SIGTERM, with the group's `gracefulShutdownSignals`). Shutting down, it stops
+/// taking work (starts throw ``WorkflowServiceError``), stops every host it runs (each commits
+/// what it holds first: in `grouped` mode, every action applied before the stop is committed),
+/// which releases each instance's ownership, and closes the store.
+///
+/// A host the service runs is forgotten once it stops by itself: its workflow finished
+/// (``FinishingWorkflow``) or its log could not be written (logged with the failure).
+public final class WorkflowService: Service, Sendable {
+    /// Where the service is in its life.
+    public enum State: Sendable, Equatable {
+        /// Made, not run yet: types may be registered, instances may not start.
+        case idle
+        /// Resuming the registered types' instances (`run()` has started).
+        case resuming
+        /// Running: instances start, resume and run.
+        case running
+        /// Graceful shutdown: no new work; the hosts are stopping.
+        case shuttingDown
+        /// Every host stopped and the store closed.
+        case stopped
+    }
+
+    /// The store the service runs.
+    public let store: WorkflowStore
+    private let logger: Logger
+    private let shared = Lock(Shared())
+
+    private struct Shared {
+        var state = State.idle
+        var registrations: [ObjectIdentifier: Registration] = [:]
+        var hosts: [String: RunningHost] = [:]
+    }
+
+    /// How one registered root type is resumed.
+    private struct Registration: Sendable {
+        let typeName: String
+        let configuration: DurableConfiguration
+        let resumeAll: @Sendable (WorkflowService) throws -> (resumed: Int, failed: Int)
+    }
+
+    /// A host the service runs (a `WorkflowHost` of a registered type), with how to stop it.
+    private struct RunningHost: Sendable {
+        let token: UInt64
+        let host: any Sendable
+        let stop: @Sendable () async -> Void
+    }
+
+    private let tokens = Lock<UInt64>(0)
+
+    /// A service over `store`, logging to `logger`.
+    public init(store: WorkflowStore, logger: Logger = Logger(label: "workflow.service")) {
+        self.store = store
+        self.logger = logger
+    }
+
+    /// The service's state.
+    public var state: State { shared.withLock { $0.state } }
+
+    /// The ids of the instances whose hosts the service runs now.
+    public var runningInstances: [String] { shared.withLock { $0.hosts.keys.sorted() } }
+
+    /// Registers root type `W`: `run()` resumes its running instances with `configuration`,
+    /// which also runs the instances started through the service. Register before `run()`.
+    public func register<W: DurableWorkflow>(_ type: W.Type, configuration: DurableConfiguration)
+    where W.Rendering: Sendable, W.Output: Sendable {
+        let registration = Registration(typeName: String(reflecting: W.self), configuration: configuration) { service in
+            let results = try service.store.resumeAll(W.self, configuration: configuration)
+            var failed = 0
+            for result in results {
+                switch result.outcome {
+                case .success(let host):
+                    service.adopt(host, id: result.id)
+                case .failure(let error):
+                    failed += 1
+                    service.logger.error("an instance could not be resumed", metadata: [
+                        "instance": "\(result.id)", "workflow": "\(String(reflecting: W.self))", "error": "\(error)",
+                    ])
+                }
+            }
+            return (results.count - failed, failed)
+        }
+        shared.withLock { $0.registrations[ObjectIdentifier(W.self)] = registration }
+    }
+
+    /// Starts instance `id` with `firstAction` (one commit), run by the service.
+    public func start<W: DurableWorkflow, A: DurableAction>(_ workflow: W, id: String, with firstAction: A) throws -> WorkflowHost<W>
+    where A.WorkflowType == W, W.Rendering: Sendable, W.Output: Sendable {
+        let configuration = try configuration(for: W.self)
+        return adopt(try store.start(workflow, id: id, with: firstAction, configuration: configuration), id: id)
+    }
+
+    /// Starts instance `id`, run by the service.
+    public func start<W: DurableWorkflow>(_ workflow: W, id: String) throws -> WorkflowHost<W>
+    where W.Rendering: Sendable, W.Output: Sendable {
+        let configuration = try configuration(for: W.self)
+        return adopt(try store.start(workflow, id: id, configuration: configuration), id: id)
+    }
+
+    /// The host the service runs for `id`, or the instance resumed (or started with
+    /// `firstAction`) and run by the service.
+    public func startOrResume<W: DurableWorkflow, A: DurableAction>(_ workflow: W, id: String, with firstAction: A) throws -> WorkflowHost<W>
+    where A.WorkflowType == W, W.Rendering: Sendable, W.Output: Sendable {
+        if let running = host(id: id, as: W.self) { return running }
+        let configuration = try configuration(for: W.self)
+        return adopt(try store.startOrResume(workflow, id: id, with: firstAction, configuration: configuration), id: id)
+    }
+
+    /// The host the service runs for `id`, or the instance resumed (or started) and run by the service.
+    public func startOrResume<W: DurableWorkflow>(_ workflow: W, id: String) throws -> WorkflowHost<W>
+    where W.Rendering: Sendable, W.Output: Sendable {
+        if let running = host(id: id, as: W.self) { return running }
+        let configuration = try configuration(for: W.self)
+        return adopt(try store.startOrResume(workflow, id: id, configuration: configuration), id: id)
+    }
+
+    /// The host the service runs for instance `id`, if any.
+    public func host<W: DurableWorkflow>(id: String, as type: W.Type) -> WorkflowHost<W>?
+    where W.Rendering: Sendable, W.Output: Sendable {
+        shared.withLock { $0.hosts[id]?.host as? WorkflowHost<W> }
+    }
+
+    public func run() async throws {
+        let registrations = try shared.withLock { shared -> [Registration] in
+            guard shared.state == .idle else { throw WorkflowServiceError(state: shared.state, operation: "run") }
+            shared.state = .resuming
+            return shared.registrations.values.sorted { $0.typeName < $1.typeName }
+        }
+        let started = ContinuousClock.now
+        for registration in registrations {
+            let counts = try registration.resumeAll(self)
+            logger.info("resumed instances", metadata: [
+                "workflow": "\(registration.typeName)", "resumed": "\(counts.resumed)", "failed": "\(counts.failed)",
+                "duration": "\(ContinuousClock.now - started)",
+            ])
+        }
+        shared.withLock { $0.state = .running }
+        logger.info("workflow service running", metadata: ["store": "\(store.path)"])
+        // Returns on graceful shutdown, throws when the task is cancelled: both end the service.
+        try? await gracefulShutdown()
+        await shutDown()
+    }
+
+    /// Stops taking work, stops every host (each commits what it holds) and closes the store.
+    private func shutDown() async {
+        let hosts = shared.withLock { shared -> [RunningHost] in
+            shared.state = .shuttingDown
+            return Array(shared.hosts.values)
+        }
+        logger.info("workflow service shutting down", metadata: ["hosts": "\(hosts.count)"])
+        await withTaskGroup(of: Void.self) { group in
+            for host in hosts { group.addTask { await host.stop() } }
+        }
+        do {
+            try store.close()
+        } catch {
+            logger.error("the store could not be synced at shutdown", metadata: ["error": "\(error)"])
+        }
+        shared.withLock { $0.state = .stopped }
+        logger.info("workflow service stopped")
+    }
+
+    private func configuration<W: DurableWorkflow>(for type: W.Type) throws(WorkflowServiceError) -> DurableConfiguration {
+        let (state, found) = shared.withLock { ($0.state, $0.registrations[ObjectIdentifier(W.self)]) }
+        guard state == .running || state == .resuming else { throw WorkflowServiceError(state: state, operation: "start") }
+        guard let found else { throw WorkflowServiceError(unregistered: String(reflecting: W.self)) }
+        return found.configuration
+    }
+
+    /// Keeps `host` until it stops; a host adopted after shutdown began is stopped at once.
+    @discardableResult
+    private func adopt<W: DurableWorkflow>(_ host: WorkflowHost<W>, id: String) -> WorkflowHost<W>
+    where W.Rendering: Sendable, W.Output: Sendable {
+        let token = tokens.withLock { value in
+            value += 1
+            return value
+        }
+        let accepted = shared.withLock { shared -> Bool in
+            guard shared.state == .running || shared.state == .resuming else { return false }
+            shared.hosts[id] = RunningHost(token: token, host: host, stop: { await host.stopAndWait() })
+            return true
+        }
+        guard accepted else {
+            host.stop()
+            return host
+        }
+        // Weak: the host keeps this handler until it stops.
+        host.whenStopped { [weak self, weak host] in
+            guard let self else { return }
+            self.shared.withLock { shared in
+                if shared.hosts[id]?.token == token { shared.hosts[id] = nil }
+            }
+            if let failure = host?.failure {
+                self.logger.error("an instance stopped on a failure", metadata: ["instance": "\(id)", "error": "\(failure)"])
+            }
+        }
+        return host
+    }
+}
+
+/// What the service cannot do in its present state.
+public struct WorkflowServiceError: Error, CustomStringConvertible {
+    /// The service's state when it refused.
+    public let state: WorkflowService.State?
+    /// What was asked.
+    public let operation: String
+    /// The root type that was not registered, if that is why.
+    public let unregisteredType: String?
+
+    init(state: WorkflowService.State, operation: String) {
+        self.state = state
+        self.operation = operation
+        self.unregisteredType = nil
+    }
+
+    init(unregistered type: String) {
+        self.state = nil
+        self.operation = "start"
+        self.unregisteredType = type
+    }
+
+    public var description: String {
+        if let unregisteredType {
+            return "the workflow service runs no \(unregisteredType): register it with its configuration before run()"
+        }
+        return "the workflow service cannot \(operation) while \(state.map { "\($0)" } ?? "in this state")"
+    }
+}
