@@ -77,8 +77,13 @@ extension LMDBStorage {
         }
     }
 
+    // Claims and releases are committed without a sync of their own. A claim names a process,
+    // and every process of this machine is gone after an operating-system crash, so a claim or
+    // release that a crash loses changes nothing: the instance is free, or held by a dead process
+    // and taken over, either way. The next synced commit makes them durable with it.
+
     public func claim(id: String, as claim: InstanceClaim, takingOverIf: (InstanceClaim) -> Bool) throws(StorageFailure) -> ClaimOutcome {
-        try update(id: id) { stored in
+        try update(id: id, durability: .noSync) { stored in
             if !stored.claim.isNone, !takingOverIf(stored.claim) { return .held(by: stored.claim) }
             stored.claim = claim
             return .claimed(stored)
@@ -86,7 +91,7 @@ extension LMDBStorage {
     }
 
     public func release(id: String, claim: InstanceClaim) throws(StorageFailure) {
-        _ = try update(id: id) { stored -> Void? in
+        _ = try update(id: id, durability: .noSync) { stored -> Void? in
             guard stored.claim == claim else { return nil }
             stored.claim = .none
             return ()
@@ -103,10 +108,12 @@ extension LMDBStorage {
 
     /// Reads instance `id`'s record in a write transaction, lets `change` modify it and writes it
     /// back unless `change` returns `nil`; `nil` when there is no such instance.
-    private func update<R>(id: String, _ change: (inout StoredInstance) -> R?) throws(StorageFailure) -> R? {
+    private func update<R>(
+        id: String, durability: EnvironmentConfiguration.Durability? = nil, _ change: (inout StoredInstance) -> R?
+    ) throws(StorageFailure) -> R? {
         let layout = self.layout
         return try call {
-            try environment.write { txn -> R? in
+            try environment.write(durability: durability) { txn -> R? in
                 guard let found = try indexed(id: id, txn) else { return nil }
                 var stored = found.instance
                 guard let result = change(&stored) else { return nil }

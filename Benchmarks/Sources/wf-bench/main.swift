@@ -27,6 +27,7 @@ let scenarios: [(name: String, run: ((runs: Int, scale: Double)) throws -> [Meas
     (DurableScenario.name, { try DurableScenario.run(runs: $0.runs, scale: $0.scale, ceilings: ceilings) }),
     (ReplayScenario.name, { try ReplayScenario.run(runs: $0.runs, scale: $0.scale, ceilings: ceilings) }),
     (InstancesScenario.name, { try InstancesScenario.run(runs: $0.runs, scale: $0.scale) }),
+    (RecoveryScenario.name, { try RecoveryScenario.run(runs: $0.runs, scale: $0.scale) }),
     (SignalsScenario.name, { try SignalsScenario.run(runs: $0.runs, scale: $0.scale) }),
     (FeedbackScenario.name, { try FeedbackScenario.run(runs: $0.runs, scale: $0.scale, runtime: ceilings["one-node"]) }),
     (ServiceScenario.name, { try ServiceScenario.run(runs: $0.runs, scale: $0.scale) }),

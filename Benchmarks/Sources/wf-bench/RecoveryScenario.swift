@@ -1,0 +1,101 @@
+import DurableWorkflow
+import Foundation
+import LMDB
+import Workflow
+import WorkflowLMDB
+
+/// A service's restart: `resumeAll` of 10,000 instances, each with a snapshot and a log tail to
+/// replay after it, in a store reopened for the purpose; against the raw ceiling of the same
+/// shape (per instance: one read transaction for its record, snapshot and tail, then one
+/// unsynced write of its record, as a claim is written).
+enum RecoveryScenario {
+    static let name = "recovery"
+    static let entries = 16
+    static let snapshotAt = 10
+
+    static func run(runs: Int, scale: Double) throws -> [Measurement] {
+        let total = max(10, Int(10_000 * scale))
+        let dir = try temporaryStore("recovery")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let configuration = benchConfiguration(.processCrashSafe, snapshotEvery: snapshotAt)
+        do {
+            let store = try WorkflowStore.open(path: dir)
+            for index in 0..<total {
+                let host = try store.start(CodableCounter(), id: "i\(index)", configuration: configuration)
+                for _ in 1..<entries { host.rendering.sink.send(.init(amount: 1)) }
+                host.stop()
+            }
+            try store.sync()
+        }
+        let raw = try RawRecovery(instances: total)
+        var ceiling: [Double] = [], engine: [Double] = []
+        let result = try Measurement.measure(
+            name, "resume-all", metric: "instances_per_s", runs: runs,
+            detail: "resumeAll of \(total) instances (\(entries) entries each, a snapshot at \(snapshotAt)) in a reopened LMDB store"
+        ) {
+            // Paired: the ceiling right before each run, so both see the machine at the same moment.
+            ceiling.append(try raw.run())
+            let store = try WorkflowStore.open(path: dir)
+            var resumed: [WorkflowHost<CodableCounter>] = []
+            let elapsed = try seconds {
+                resumed = try store.resumeAll(CodableCounter.self, configuration: configuration).compactMap(\.host)
+            }
+            guard resumed.count == total else { throw BenchFailure("resumed \(resumed.count) of \(total) instances") }
+            for host in resumed { host.stop() }
+            engine.append(Double(total) / elapsed)
+            return engine.last!
+        }
+        let rawResult = Measurement(name, "raw-resume-all", metric: "instances_per_s", samples: ceiling,
+                                    detail: "raw LMDB: per instance a read of its record, snapshot and \(entries - snapshotAt) entries, an unsynced write")
+        return [rawResult, result.relative(to: rawResult, pairing: engine, with: ceiling)]
+    }
+}
+
+/// The raw shape of a recovery, in a store of its own.
+private final class RawRecovery {
+    private let directory: String
+    private let environment: Environment
+    private let records: Database<UInt64, [UInt8]>
+    private let log: Database<UInt64, [UInt8]>
+    private let snapshots: Database<UInt64, [UInt8]>
+    private let instances: Int
+
+    init(instances: Int) throws {
+        self.instances = instances
+        directory = try temporaryStore("recovery-raw")
+        environment = try Environment.open(path: directory, configuration: .init(durability: .strict))
+        records = try environment.database(named: "records")
+        log = try environment.database(named: "log")
+        snapshots = try environment.database(named: "snapshots")
+        let record = [UInt8](repeating: 1, count: 48), entry = [UInt8](repeating: 2, count: 60), snapshot = [UInt8](repeating: 3, count: 160)
+        try environment.write { txn in
+            for instance in 0..<UInt64(instances) {
+                try txn.put(record, forKey: instance, in: records)
+                for sequence in 1...UInt64(RecoveryScenario.entries) { try txn.put(entry, forKey: instance << 8 | sequence, in: log) }
+                try txn.put(snapshot, forKey: instance << 8 | UInt64(RecoveryScenario.snapshotAt), in: snapshots)
+            }
+        }
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
+
+    /// Instances "recovered" per second.
+    func run() throws -> Double {
+        let claimed = [UInt8](repeating: 4, count: 48)
+        var bytes = 0
+        let elapsed = try seconds {
+            for instance in 0..<UInt64(instances) {
+                try environment.read { txn in
+                    bytes &+= try txn.value(forKey: instance, in: records) { $0.count } ?? 0
+                    bytes &+= try txn.value(forKey: instance << 8 | UInt64(RecoveryScenario.snapshotAt), in: snapshots) { $0.count } ?? 0
+                    for sequence in UInt64(RecoveryScenario.snapshotAt + 1)...UInt64(RecoveryScenario.entries) {
+                        bytes &+= try txn.value(forKey: instance << 8 | sequence, in: log) { $0.count } ?? 0
+                    }
+                }
+                try environment.write(durability: .noSync) { txn in try txn.put(claimed, forKey: instance, in: records) }
+            }
+        }
+        precondition(bytes > 0)
+        return Double(instances) / elapsed
+    }
+}
