@@ -100,7 +100,8 @@ let package = Package(
         // Test helpers shared by every test target and the child-process helper.
         .target(name: "TestSupport", dependencies: [], path: "Tests/TestSupport"),
         .target(
-            name: "TestWorkflows", dependencies: ["Workflow", "DurableWorkflow", "WorkflowLMDB", "WorkflowSignals", "WorkflowFeedback"],
+            name: "TestWorkflows",
+            dependencies: ["Workflow", "DurableWorkflow", "WorkflowLMDB", "WorkflowSignals", "WorkflowFeedback", "WorkflowLocks"],
             path: "Tests/Fixtures/TestWorkflows"
         ),
         .executableTarget(

@@ -89,6 +89,13 @@ public final class RenderContext<WorkflowType: Workflow> {
         return backend.dependency(ObjectIdentifier(type)) as? T
     }
 
+    /// The host's clock (``HostConfiguration/clock``): workers that wait (a retry's backoff, an
+    /// attempt's timeout) wait on it, so tests drive them with a manual clock.
+    public var clock: any WorkflowClock {
+        guard checkValid("clock") else { return SystemClock() }
+        return backend.clock
+    }
+
     /// Reports a programmer error with this workflow's policy (for extensions of the context).
     package func programmerError(_ message: String) {
         programmerErrors.raise(message)
@@ -127,9 +134,14 @@ package protocol RenderContextBackend<WorkflowType>: AnyObject {
     func render<Child: Workflow>(_ child: Child, key: String) -> Child.Rendering where Child.Output == Never
     func runSideEffect(key: AnyHashable, action: @escaping (Lifetime) -> Void)
     func dependency(_ type: ObjectIdentifier) -> (any Sendable)?
+    /// The host's clock.
+    var clock: any WorkflowClock { get }
 }
 
 extension RenderContextBackend {
+    /// The system clock, for backends that have no other.
+    package var clock: any WorkflowClock { SystemClock() }
+
     /// Renders a child without output through the general path.
     package func render<Child: Workflow>(_ child: Child, key: String) -> Child.Rendering where Child.Output == Never {
         render(child, key: key, outputMap: { (never: Never) -> AnyWorkflowAction<WorkflowType> in })

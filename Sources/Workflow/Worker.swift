@@ -3,7 +3,9 @@
 /// A worker runs while the render passes keep declaring it (keyed by its type and a key); it
 /// starts after the render pass that first declares it, is cancelled at the first pass that no
 /// longer does, and is restarted when a pass declares a worker that is not ``isEquivalent(to:)``
-/// the running one. Its outputs are delivered in order, each as its own action and render pass,
+/// the running one. A worker that has not started yet (the effects of the pass that declared
+/// it are held: during a durable host's replay, or until its grouped commit) starts as the latest
+/// pass declared it. Its outputs are delivered in order, each as its own action and render pass,
 /// never during a render pass, and none is dropped while the worker is still declared.
 public protocol Worker<Output>: Sendable {
     /// What the worker emits.

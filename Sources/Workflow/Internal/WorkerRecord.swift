@@ -17,7 +17,7 @@ protocol WorkerRecordProtocol: AnyObject {
 final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtocol {
     let id: UInt64
     let key: String
-    let worker: W
+    private(set) var worker: W
     let origin: ActionOrigin
     let startSequence: UInt64
     let idempotencyKey: String?
@@ -43,6 +43,14 @@ final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtoco
         self.outputMap = outputMap
         self.nodeInfo = node.info
         self.nodeID = node.id
+    }
+
+    /// A later render pass declared an equivalent worker: the record keeps running (or will start)
+    /// and takes `outputMap`; one that has not started yet (its pass's effects are held: during
+    /// replay, or until a grouped commit) starts with this latest declaration.
+    func redeclare(_ worker: W, outputMap: @escaping (W.Output) -> Action) {
+        if task == nil { self.worker = worker }
+        self.outputMap = outputMap
     }
 
     func start(queue: any ActionQueue, observers: [any WorkflowObserver]) {

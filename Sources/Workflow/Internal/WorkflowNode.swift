@@ -205,6 +205,8 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
 
     // MARK: RenderContextBackend
 
+    var clock: any WorkflowClock { runtime.clock }
+
     func makeSink<Action: WorkflowAction>(of actionType: Action.Type) -> Sink<Action> where Action.WorkflowType == W {
         let type = ObjectIdentifier(actionType)
         if let index = sinkTypes.firstIndex(of: type) {
@@ -279,7 +281,7 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
         }
         if let existing = workers.removeValue(forKey: workerKey) {
             if let same = existing as? WorkerRecord<Wk, Action>, same.worker.isEquivalent(to: worker) {
-                same.outputMap = outputMap
+                same.redeclare(worker, outputMap: outputMap)
                 nextWorkers[workerKey] = same
                 return
             }

@@ -1,0 +1,126 @@
+import Workflow
+import WorkflowLocks
+
+/// Runs a task's attempts, from `firstAttempt` on and not before `notBefore`, reporting each
+/// failure (with the time the next attempt is due) and the outcome as the task's events. One
+/// worker runs every attempt, so the idempotency key it was started with holds for all of them;
+/// a re-render with the task's new state is the same work (no restart).
+struct AttemptsWorker<Value: Codable & Sendable>: Worker {
+    let policy: RetryPolicy
+    let operation: @Sendable (TaskAttempt) async throws -> Value
+    let firstAttempt: Int
+    let notBefore: WallTime?
+    let clock: any WorkflowClock
+
+    func run() -> AsyncStream<TaskWorkflow<Value>.Event> {
+        let worker = self
+        return AsyncStream { continuation in
+            let task = Task {
+                await worker.attempts { continuation.yield($0) }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    func isEquivalent(to other: AttemptsWorker) -> Bool { true }
+
+    /// Runs attempts until one succeeds, the policy gives up, or the task is cancelled.
+    private func attempts(_ report: (TaskWorkflow<Value>.Event) -> Void) async {
+        let idempotencyKey = WorkerContext.idempotencyKey
+        var number = firstAttempt
+        do {
+            if let notBefore { try await clock.sleep(until: notBefore) }
+            while true {
+                let outcome = await attempt(TaskAttempt(number: number, idempotencyKey: idempotencyKey))
+                try Task.checkCancellation()
+                switch outcome {
+                case .success(let value):
+                    report(.succeeded(value, attempt: number))
+                    return
+                case .failure(let error):
+                    let failure = TaskFailure(attempt: number, error: error)
+                    guard policy.retries(after: number, error: error) else {
+                        report(.failed(failure))
+                        return
+                    }
+                    let retryAt = clock.now() + policy.delay(after: number)
+                    report(.attemptFailed(failure, retryAt: retryAt))
+                    try await clock.sleep(until: retryAt)
+                    number += 1
+                }
+            }
+        } catch {
+            // Cancelled: the task is no longer declared, or its host stopped.
+        }
+    }
+
+    /// One attempt, ended by the policy's timeout if it has one.
+    private func attempt(_ attempt: TaskAttempt) async -> Result<Value, any Error> {
+        let operation = self.operation
+        guard let timeout = policy.attemptTimeout else {
+            do { return .success(try await operation(attempt)) } catch { return .failure(error) }
+        }
+        let deadline = clock.now() + timeout, clock = self.clock
+        let race = AttemptRace<Value>()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                race.begin(continuation)
+                race.add(Task {
+                    do { race.settle(.success(try await operation(attempt))) } catch { race.settle(.failure(error)) }
+                })
+                race.add(Task {
+                    do {
+                        try await clock.sleep(until: deadline)
+                        race.settle(.failure(AttemptTimedOut(timeout: timeout)))
+                    } catch {}
+                })
+            }
+        } onCancel: {
+            race.settle(.failure(CancellationError()))
+        }
+    }
+}
+
+/// An attempt against its timeout: the first to finish settles it and cancels the other (an
+/// operation that ignores cancellation runs on, its result ignored).
+private final class AttemptRace<Value: Sendable>: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Result<Value, any Error>, Never>?
+        var settled: Result<Value, any Error>?
+        var tasks: [Task<Void, Never>] = []
+    }
+
+    private let state = Lock(State())
+
+    func begin(_ continuation: CheckedContinuation<Result<Value, any Error>, Never>) {
+        let settled = state.withLock { state -> Result<Value, any Error>? in
+            if state.settled == nil { state.continuation = continuation }
+            return state.settled
+        }
+        if let settled { continuation.resume(returning: settled) }
+    }
+
+    func add(_ task: Task<Void, Never>) {
+        let cancel = state.withLock { state -> Bool in
+            if state.settled != nil { return true }
+            state.tasks.append(task)
+            return false
+        }
+        if cancel { task.cancel() }
+    }
+
+    func settle(_ result: Result<Value, any Error>) {
+        let (continuation, tasks) = state.withLock { state -> (CheckedContinuation<Result<Value, any Error>, Never>?, [Task<Void, Never>]) in
+            guard state.settled == nil else { return (nil, []) }
+            state.settled = result
+            defer {
+                state.continuation = nil
+                state.tasks = []
+            }
+            return (state.continuation, state.tasks)
+        }
+        for task in tasks { task.cancel() }
+        continuation?.resume(returning: result)
+    }
+}

@@ -1,0 +1,85 @@
+import Workflow
+
+/// The child workflow behind ``RenderContext/runTask(key:retry:operation:onResult:)``: runs an
+/// async operation that may fail, retrying it as its ``RetryPolicy`` says. Each failed attempt
+/// (with the time its retry is due) and the final outcome are actions of this workflow, so a
+/// durable host logs them: after a restart, replay restores the attempts made and the wait, and
+/// the task goes on with the next attempt under the same idempotency key. Its one output is the
+/// outcome: the operation's value, or the last failure.
+public struct TaskWorkflow<Value: Codable & Sendable>: Workflow, Sendable {
+    let policy: RetryPolicy
+    let operation: @Sendable (TaskAttempt) async throws -> Value
+
+    /// A task running `operation` under `policy`.
+    public init(policy: RetryPolicy, operation: @escaping @Sendable (TaskAttempt) async throws -> Value) {
+        self.policy = policy
+        self.operation = operation
+    }
+
+    /// What the log says of the task so far.
+    public struct State: Codable, Equatable, Sendable {
+        /// Attempts that failed.
+        public var failedAttempts = 0
+        /// The latest failure.
+        public var lastFailure: TaskFailure?
+        /// When the next attempt is due (after a failure).
+        public var retryAt: WallTime?
+        /// Whether the outcome was emitted.
+        public var finished = false
+    }
+
+    public typealias Output = Result<Value, TaskFailure>
+    /// The task's progress, as its parent may show it.
+    public typealias Rendering = State
+
+    public func makeInitialState() -> State { State() }
+
+    public func render(state: State, context: RenderContext<TaskWorkflow>) -> State {
+        if !state.finished {
+            let worker = AttemptsWorker(
+                policy: policy, operation: operation, firstAttempt: state.failedAttempts + 1, notBefore: state.retryAt,
+                clock: context.clock)
+            context.run(worker, key: "attempts")
+        }
+        return state
+    }
+
+    /// What happened to the task, as logged: an attempt failed and another is due at a time, an
+    /// attempt returned a value, or the last attempt failed.
+    public enum Event: DurableAction {
+        public typealias WorkflowType = TaskWorkflow
+        public static var tag: String { "workflow.task<\(String(reflecting: Value.self))>" }
+
+        case attemptFailed(TaskFailure, retryAt: WallTime)
+        case succeeded(Value, attempt: Int)
+        case failed(TaskFailure)
+
+        public func apply(toState state: inout State) -> Output? {
+            switch self {
+            case .attemptFailed(let failure, let retryAt):
+                state.failedAttempts = failure.attempt
+                state.lastFailure = failure
+                state.retryAt = retryAt
+                return nil
+            case .succeeded(let value, _):
+                state.finished = true
+                state.retryAt = nil
+                return .success(value)
+            case .failed(let failure):
+                state.failedAttempts = failure.attempt
+                state.lastFailure = failure
+                state.retryAt = nil
+                state.finished = true
+                return .failure(failure)
+            }
+        }
+    }
+}
+
+extension ActionRegistry {
+    /// Registers the actions of tasks whose operation returns `Value` (every task of a durable
+    /// workflow must be registered this way, once per value type).
+    public mutating func registerTask<Value: Codable & Sendable>(_ value: Value.Type) {
+        register(TaskWorkflow<Value>.Event.self)
+    }
+}
