@@ -28,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
     ],
     targets: [
         // The system liblmdb (Debian: liblmdb-dev), found through pkg-config.
@@ -47,7 +48,14 @@ let package = Package(
         // The storage protocol the engine speaks, knowing no backend, and the in-memory backend.
         .target(name: "WorkflowStorage", dependencies: ["WorkflowLocks"]),
         // The durable engine: every applied action in a store's log, state rebuilt by replay.
-        .target(name: "DurableWorkflow", dependencies: ["Workflow", "WorkflowStorage", "WorkflowLocks"]),
+        .target(
+            name: "DurableWorkflow",
+            dependencies: [
+                "Workflow", "WorkflowStorage", "WorkflowLocks",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]
+        ),
         // The LMDB backend (the embedded default) and `WorkflowStore.open(path:)`.
         .target(name: "WorkflowLMDB", dependencies: ["DurableWorkflow", "WorkflowSignals", "WorkflowStorage", "LMDB", "WorkflowLocks"]),
         // The PostgreSQL backend: several hosts on one database. Empty unless the `Postgres` trait is on.
@@ -138,6 +146,8 @@ let package = Package(
             dependencies: [
                 "DurableWorkflow", "Workflow", "WorkflowTesting", "WorkflowStorage", "WorkflowLMDB", "LMDB", "TestSupport", "TestWorkflows",
                 "wf-test-child", "counter-demo", "WorkflowLocks",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]
         ),
         .testTarget(

@@ -56,6 +56,8 @@ struct CommitBatch: Sendable {
     private var lastEncoding: ObjectIdentifier?
 
     var isEmpty: Bool { entries.isEmpty }
+    /// How many entries log an action (the others log root props).
+    var actionCount: Int { entries.count - payloads.count }
 
     /// An empty batch with room for `capacity` entries.
     init(capacity: Int = 0) {

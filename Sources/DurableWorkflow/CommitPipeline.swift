@@ -183,8 +183,13 @@ final class CommitPipeline: Sendable {
         var round = writers.compactMap { $0.takeForCommit() }
         if let store = round.first?.writer.store {
             let started = ContinuousClock.now
-            Self.write(&round, store: store)
+            let written = Self.write(&round, store: store)
             let duration = ContinuousClock.now - started
+            if let written {
+                store.metrics.committed(entries: written.entries, actions: written.actions, instances: written.instances, duration: duration)
+            } else {
+                store.metrics.commitFailures.increment()
+            }
             for participant in round { participant.writer.settle(participant, duration: duration) }
         }
         state.withLock { state in
@@ -195,7 +200,8 @@ final class CommitPipeline: Sendable {
     /// Commits the round as one request. A participant whose actions cannot be encoded, or whom
     /// the store refuses (another host owns the instance), is marked failed alone, with nothing of
     /// it written; a failed commit marks every participant in it failed.
-    private static func write(_ round: inout [CommitParticipant], store: WorkflowStore) {
+    /// Returns what was written (`nil` when the store failed the commit).
+    private static func write(_ round: inout [CommitParticipant], store: WorkflowStore) -> (entries: Int, actions: Int, instances: Int)? {
         // Synced unless every participant only asks for its commits to survive a process crash.
         var syncInterval: Duration?
         for participant in round {
@@ -220,13 +226,19 @@ final class CommitPipeline: Sendable {
                 round[index].failure = error
             }
         }
-        guard !request.changes.isEmpty else { return }
+        guard !request.changes.isEmpty else { return (0, 0, 0) }
         do {
             let outcomes = try store.backend.commit(request)
+            var written = (entries: 0, actions: 0, instances: 0)
             for (index, outcome) in zip(indices, outcomes) {
                 switch outcome {
                 case .committed(let record):
                     round[index].record = record
+                    written.instances += 1
+                    for batch in round[index].batches {
+                        written.entries += batch.entries.count
+                        written.actions += batch.actionCount
+                    }
                 case .refused(let current):
                     round[index].failure = round[index].writer.refusal(current: current, at: round[index].lastSequence ?? 0)
                 case .alreadyDelivered(let consumer, let version):
@@ -234,10 +246,12 @@ final class CommitPipeline: Sendable {
                         consumer: consumer, version: version, at: round[index].lastSequence ?? 0)
                 }
             }
+            return written
         } catch {
             for index in indices {
                 round[index].failure = DurableError.storage(error, store: store.path, instance: round[index].writer.instanceID)
             }
+            return nil
         }
     }
 }

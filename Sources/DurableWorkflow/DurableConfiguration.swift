@@ -1,3 +1,4 @@
+import Logging
 import Workflow
 import WorkflowStorage
 
@@ -57,6 +58,11 @@ public struct DurableConfiguration: Sendable {
     public var host: HostConfiguration
     /// Observers of the log: appends, commits, replay progress.
     public var observers: [any DurableObserver] = []
+    /// Where the engine logs what concerns the instance's life: starts and resumes (debug),
+    /// replays (debug, with entries and duration), takeovers of a dead process's claim (info),
+    /// an instance that stops on a failure or is marked failed (error), a finished instance
+    /// (debug). The default logs nothing.
+    public var logger = Logger(label: "workflow", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// A configuration; every parameter has a documented default.
     public init(

@@ -165,6 +165,7 @@ final class LogWriter: Sendable {
     /// observers, attachments and the host, and wakes a thread waiting for it.
     func settle(_ participant: CommitParticipant, duration: Duration) {
         let last = participant.lastSequence ?? committedThrough
+        let failedAlready = handedOff.withLock { $0.failure != nil }
         if participant.failure == nil {
             record.withLock { $0 = participant.record }
             committed.store(last, ordering: .releasing)
@@ -175,6 +176,13 @@ final class LogWriter: Sendable {
             for batch in participant.batches {
                 for attachment in batch.attachments { attachment.didCommit() }
             }
+            if participant.batches.contains(where: \.finishes) {
+                configuration.logger.debug("an instance finished", metadata: ["instance": "\(instanceID)", "sequence": "\(last)"])
+            }
+        } else if let failure = participant.failure, failedAlready == false {
+            configuration.logger.error("an instance stopped: its changes could not be committed", metadata: [
+                "instance": "\(instanceID)", "error": "\(failure)",
+            ])
         }
         var wakeHost = false, wakeWaiter = false
         let abandoned = handedOff.withLock { state -> [CommitBatch] in

@@ -1,3 +1,4 @@
+import Logging
 import Workflow
 import WorkflowStorage
 
@@ -31,6 +32,7 @@ extension WorkflowStore {
             observer.didAppend(entry, instance: id)
             observer.didCommit(instance: id, batchSize: 1, lastSequence: 1, duration: duration)
         }
+        configuration.logger.debug("started an instance", metadata: ["instance": "\(id)", "workflow": "\(String(reflecting: W.self))"])
         let journal = InstanceJournal(store: self, instanceID: id, record: record, configuration: configuration)
         return try WorkflowHost(workflow: workflow, configuration: configuration.host, journal: journal, initialSequence: 1)
     }
@@ -49,25 +51,45 @@ extension WorkflowStore {
     ) throws -> WorkflowHost<W> where W.Rendering: Sendable, W.Output: Sendable {
         let plan = try replayPlan(id: id, as: type, through: nil, useSnapshot: true, configuration: configuration)
         let configuration = plan.configuration
-        let claimed = try claimOwnership(of: id)
+        let claimed = try claimOwnership(of: id, logger: configuration.logger)
         let journal = InstanceJournal(store: self, instanceID: id, record: claimed, configuration: configuration)
         // A failed replay stops the host, which releases the claim (hostDidStop).
-        let host = try WorkflowHost(
-            workflow: plan.root, configuration: configuration.host, journal: journal, restorer: plan.restorer,
-            initialSequence: plan.baseSequence, replay: { driver in try self.replay(plan, driver: driver) })
+        let started = ContinuousClock.now
+        let host: WorkflowHost<W>
+        do {
+            host = try WorkflowHost(
+                workflow: plan.root, configuration: configuration.host, journal: journal, restorer: plan.restorer,
+                initialSequence: plan.baseSequence, replay: { driver in try self.replay(plan, driver: driver) })
+        } catch {
+            configuration.logger.debug("an instance could not be replayed", metadata: ["instance": "\(id)", "error": "\(error)"])
+            throw error
+        }
+        let duration = ContinuousClock.now - started, entries = claimed.lastSequence - plan.baseSequence
+        metrics.replayed(entries: entries, duration: duration)
+        configuration.logger.debug("resumed an instance", metadata: [
+            "instance": "\(id)", "from": "\(plan.baseSequence)", "entries": "\(entries)", "duration": "\(duration)",
+        ])
         // An instance `resumeAll` marked failed runs again once it replays.
         if claimed.status == .failed { try setStatus(.running, id: id) }
         return host
     }
 
     /// Claims instance `id` for a new host of this process, unless a live host holds it.
-    func claimOwnership(of id: String) throws -> StoredInstance {
+    func claimOwnership(of id: String, logger: Logger) throws -> StoredInstance {
         let claim = InstanceOwner.claim()
+        var takenFrom: InstanceClaim?
         let outcome = try storageCall(instance: id) { () throws(StorageFailure) in
-            try backend.claim(id: id, as: claim, takingOverIf: { !$0.isAlive })
+            try backend.claim(id: id, as: claim, takingOverIf: { holder in
+                if holder.isAlive { return false }
+                takenFrom = holder
+                return true
+            })
         }
         switch outcome {
         case .claimed(let record):
+            if let takenFrom {
+                logger.info("took over an instance whose process is gone", metadata: ["instance": "\(id)", "from_pid": "\(takenFrom.pid)"])
+            }
             return record
         case .held(let other):
             claim.release()

@@ -46,6 +46,9 @@ extension WorkflowStore {
             for entry in entries { observer.didAppend(entry, instance: id) }
             observer.didCommit(instance: id, batchSize: 2, lastSequence: 2, duration: duration)
         }
+        configuration.logger.debug("started an instance with its first action", metadata: [
+            "instance": "\(id)", "workflow": "\(String(reflecting: W.self))", "action": "\(A.tag)",
+        ])
         let journal = InstanceJournal(store: self, instanceID: id, record: record, configuration: configuration)
         return try WorkflowHost(
             workflow: workflow, configuration: configuration.host, journal: journal, initialSequence: 1,
@@ -100,7 +103,17 @@ extension WorkflowStore {
             do {
                 return ResumeResult(id: id, outcome: .success(try resume(id: id, as: type, configuration: configuration)))
             } catch let error as DurableError {
-                if error.kind.meansTheLogCannotBeReplayed { try? setStatus(.failed, id: id) }
+                if error.kind.meansTheLogCannotBeReplayed {
+                    try? setStatus(.failed, id: id)
+                    metrics.instancesFailed.increment()
+                    configuration.logger.error("an instance cannot be replayed and is marked failed", metadata: [
+                        "instance": "\(id)", "workflow": "\(typeName)", "error": "\(error)",
+                    ])
+                } else {
+                    configuration.logger.warning("an instance could not be resumed", metadata: [
+                        "instance": "\(id)", "workflow": "\(typeName)", "error": "\(error)",
+                    ])
+                }
                 return ResumeResult(id: id, outcome: .failure(error))
             } catch {
                 return ResumeResult(id: id, outcome: .failure(DurableError(

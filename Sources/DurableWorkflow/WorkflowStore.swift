@@ -1,3 +1,4 @@
+import CoreMetrics
 import Workflow
 import WorkflowLocks
 import WorkflowStorage
@@ -24,12 +25,26 @@ public final class WorkflowStore: Sendable {
     public let backend: any StorageBackend
     /// Commits every instance's batches, merging whatever waits into one commit.
     let pipeline: CommitPipeline
+    /// The engine's metrics for this store.
+    let metrics: StoreMetrics
 
-    /// A store kept by `backend`.
-    public init(backend: any StorageBackend) {
+    /// A store kept by `backend`, recording its swift-metrics (commits, replays; see the README's
+    /// "Observability") through `metricsFactory`, by default the one bootstrapped in
+    /// `MetricsSystem` (none: no-op metrics).
+    public init(backend: any StorageBackend, metricsFactory: (any MetricsFactory)? = nil) {
         self.backend = backend
         self.path = backend.location
         self.pipeline = CommitPipeline(concurrency: backend.concurrentCommits)
+        self.metrics = StoreMetrics(store: backend.location, factory: metricsFactory)
+    }
+
+    /// Sets the gauge `workflow_instances` of each status to the number of instances that have
+    /// it (one listing of the store).
+    public func recordInstanceCounts() throws(DurableError) {
+        let listed = try storageCall(instance: nil) { () throws(StorageFailure) in try backend.instances() }
+        var counts: [InstanceStatus: Int] = [:]
+        for instance in listed { counts[instance.status, default: 0] += 1 }
+        for (status, gauge) in metrics.instancesByStatus { gauge.record(counts[status] ?? 0) }
     }
 
     /// A store in this process's memory, for tests and previews: **not durable** (everything is

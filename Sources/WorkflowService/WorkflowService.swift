@@ -75,6 +75,10 @@ public final class WorkflowService: Service, Sendable {
     /// which also runs the instances started through the service. Register before `run()`.
     public func register<W: DurableWorkflow>(_ type: W.Type, configuration: DurableConfiguration)
     where W.Rendering: Sendable, W.Output: Sendable {
+        var logged = configuration
+        // The engine logs an instance's life to the configuration's logger: the service's, unless one was set.
+        if logged.logger.handler is SwiftLogNoOpLogHandler { logged.logger = logger }
+        let configuration = logged
         let registration = Registration(typeName: String(reflecting: W.self), configuration: configuration) { service in
             let results = try service.store.resumeAll(W.self, configuration: configuration)
             var failed = 0
@@ -82,11 +86,9 @@ public final class WorkflowService: Service, Sendable {
                 switch result.outcome {
                 case .success(let host):
                     service.adopt(host, id: result.id)
-                case .failure(let error):
+                case .failure:
+                    // resumeAll logged it, with its error.
                     failed += 1
-                    service.logger.error("an instance could not be resumed", metadata: [
-                        "instance": "\(result.id)", "workflow": "\(String(reflecting: W.self))", "error": "\(error)",
-                    ])
                 }
             }
             return (results.count - failed, failed)

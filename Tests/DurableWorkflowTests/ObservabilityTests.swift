@@ -1,0 +1,121 @@
+import DurableWorkflow
+import Foundation
+import Logging
+import MetricsTestKit
+import TestSupport
+import TestWorkflows
+import Testing
+import Workflow
+import WorkflowLMDB
+import WorkflowLocks
+import WorkflowStorage
+
+/// Keeps every message logged through it, with its level and metadata.
+final class CapturedLog: Sendable {
+    private let lines = Lock<[(level: Logger.Level, message: String, metadata: Logger.Metadata)]>([])
+
+    var all: [(level: Logger.Level, message: String, metadata: Logger.Metadata)] { lines.withLock { $0 } }
+
+    func messages(at level: Logger.Level) -> [String] { all.filter { $0.level == level }.map(\.message) }
+
+    var logger: Logger {
+        var logger = Logger(label: "test") { _ in Handler(log: self) }
+        logger.logLevel = .trace
+        return logger
+    }
+
+    struct Handler: LogHandler {
+        let log: CapturedLog
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            log.lines.withLock { $0.append((event.level, "\(event.message)", event.metadata ?? [:])) }
+        }
+    }
+}
+
+@Suite("Observability: the engine's logs and metrics")
+struct ObservabilityTests {
+    @Test("commits, replays and instance counts are recorded as swift-metrics of the store")
+    func metrics() async throws {
+        let metrics = TestMetrics()
+        let store = WorkflowStore(backend: InMemoryStorage(), metricsFactory: metrics)
+        let dimensions = [("store", store.path)]
+        let configuration = DurableConfiguration(mode: .grouped, actions: DurableCounter.actions, snapshotEvery: nil)
+        for id in ["a", "b"] {
+            let host = try store.start(DurableCounter(), id: id, configuration: configuration)
+            for amount in 1...10 { host.rendering.sink.send(.init(amount: amount)) }
+            await host.stopAndWait()
+        }
+        // 2 props entries were written by start; 20 actions through the pipeline.
+        #expect(try metrics.expectCounter("workflow_entries_committed", dimensions).totalValue == 20)
+        #expect(try metrics.expectCounter("workflow_actions_applied", dimensions).totalValue == 20)
+        let commits = try metrics.expectCounter("workflow_commits", dimensions).totalValue
+        #expect(commits >= 1 && commits <= 20)
+        #expect(try metrics.expectRecorder("workflow_commit_entries", dimensions).values.reduce(0, +) == 20)
+        #expect(try metrics.expectTimer("workflow_commit_duration", dimensions).values.count == Int(commits))
+
+        let resumed = try store.resume(id: "a", as: DurableCounter.self, configuration: configuration)
+        #expect(try metrics.expectCounter("workflow_replayed_entries", dimensions).totalValue == 10)
+        #expect(try metrics.expectTimer("workflow_replay_duration", dimensions).values.count == 1)
+        await resumed.stopAndWait()
+
+        try store.complete(id: "b")
+        try store.recordInstanceCounts()
+        #expect(try metrics.expectGauge("workflow_instances", dimensions + [("status", "running")]).lastValue == 1)
+        #expect(try metrics.expectGauge("workflow_instances", dimensions + [("status", "completed")]).lastValue == 1)
+        #expect(try metrics.expectGauge("workflow_instances", dimensions + [("status", "failed")]).lastValue == 0)
+    }
+
+    @Test("the engine logs starts, resumes, takeovers of a dead process's claim, finished instances and instances marked failed")
+    func logs() async throws {
+        let dir = TemporaryDirectory("observability-logs")
+        // A process that ran instance "torture" is killed: its claim stays behind.
+        let child = try ChildProcess(["durable-counter-loop", dir.path, "strict"], mergeStandardError: true)
+        _ = child.readLine(until: { $0.hasPrefix("ack ") })
+        child.kill()
+        _ = try child.waitForExit()
+
+        let log = CapturedLog()
+        var configuration = DurableConfiguration(actions: DurableCounter.actions)
+        configuration.logger = log.logger
+        let store = try WorkflowStore.open(path: dir.path)
+        let host = try store.resume(id: "torture", as: DurableCounter.self, configuration: configuration)
+        await host.stopAndWait()
+        #expect(log.messages(at: .info) == ["took over an instance whose process is gone"])
+        #expect(log.messages(at: .debug).contains("resumed an instance"))
+        let resumed = try #require(log.all.first { $0.message == "resumed an instance" })
+        #expect(resumed.metadata["instance"] == "torture" && resumed.metadata["entries"] != nil)
+
+        var checkout = DurableConfiguration(actions: Checkout.actions)
+        checkout.logger = log.logger
+        let order = try store.start(Checkout(total: 1), id: "order", with: Checkout.Open(items: 1), configuration: checkout)
+        try await order.rendering.pay.sendAndCommit(.init(amount: 1))
+        _ = try await order.completion
+        #expect(log.messages(at: .debug).contains("started an instance with its first action"))
+        #expect(log.messages(at: .debug).contains("an instance finished"))
+
+        let good = try store.entries(of: "torture")
+        let bad = LogEntry(sequence: 2, time: good[1].time, origin: good[1].origin, nodePath: good[1].nodePath,
+                           actionTag: good[1].actionTag, actionVersion: 5, payload: good[1].payload, digest: nil)
+        try store.importInstance(id: "bad", workflowType: String(reflecting: DurableCounter.self), status: .running, created: .now(),
+                                 entries: [good[0], bad])
+        for result in try store.resumeAll(DurableCounter.self, configuration: configuration) { await result.host?.stopAndWait() }
+        let failed = try #require(log.all.first { $0.level == .error })
+        #expect(failed.message == "an instance cannot be replayed and is marked failed")
+        #expect(failed.metadata["instance"] == "bad")
+
+        // An instance deleted under its host: the host's next commit is refused, and it stops.
+        let doomed = try store.start(DurableCounter(), id: "doomed", configuration: configuration)
+        _ = try store.backend.delete(id: "doomed")
+        doomed.rendering.sink.send(.init(amount: 1))
+        #expect(doomed.failure != nil)
+        let stopped = try #require(log.all.last { $0.level == .error })
+        #expect(stopped.message == "an instance stopped: its changes could not be committed")
+        #expect(stopped.metadata["instance"] == "doomed")
+    }
+}
