@@ -165,7 +165,7 @@ let package = Package(
             name: "WorkflowCLITests",
             dependencies: [
                 "WorkflowCLI", "WorkflowExamples", "DurableWorkflow", "WorkflowLMDB", "WorkflowPostgres", "WorkflowSignals", "Workflow", "LMDB",
-                "TestSupport",
+                "WorkflowFeedback", "TestSupport",
                 "TestWorkflows", "wfctl", "counter-demo", "showcase", "hosts-demo",
             ]
         ),

@@ -35,6 +35,8 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
         case sequenceOutOfRange
         /// Another live host (in this or another process) is running the instance.
         case instanceInUse
+        /// The instance was cancelled by an operator: it is not resumed.
+        case instanceCancelled
         /// The configuration's codec is not the one the instance was written with.
         case codecMismatch
         /// A ``BinaryPayloadRepresentable`` type writes other bytes than `Codable` does for the same

@@ -24,6 +24,33 @@ public struct StateTree: Sendable {
     public let digest: UInt64
     /// The codec the states are encoded with (the instance's).
     public let codec: any PayloadCodec
+    /// What the tree waits for at that sequence: its declared workers (timers, signal waits,
+    /// tasks, other workers), in path and key order.
+    public let waits: [Wait]
+
+    /// A worker the tree declares, and what it waits for.
+    public struct Wait: Sendable, Hashable {
+        /// What kind of wait.
+        public enum Kind: Sendable, Hashable {
+            /// A durable timer, due at `deadline`.
+            case timer(deadline: WallTime)
+            /// Versions of the signal with this id.
+            case signal(String)
+            /// A task's next attempt, not before `notBefore` (after a failed attempt).
+            case task(attempt: Int, notBefore: WallTime?)
+            /// Another worker (its type name).
+            case worker(String)
+        }
+
+        /// The declaring node.
+        public let path: NodePath
+        /// The worker's key in that node.
+        public let key: String
+        /// What it waits for.
+        public let kind: Kind
+        /// The key the worker runs (or will run, when resumed) under: `<instance><path>#<key>@<sequence>`.
+        public let idempotencyKey: String
+    }
 
     /// The root's state decoded as `State`.
     public func rootState<State: Decodable>(as type: State.Type) throws -> State {
@@ -132,6 +159,7 @@ extension WorkflowStore {
         let plan = try replayPlan(id: id, as: type, through: through, useSnapshot: useSnapshot, configuration: configuration)
         let configuration = plan.configuration
         var nodes: [StateTree.Node] = []
+        var waits: [StateTree.Wait] = []
         var digest: UInt64 = 0
         var inspectionError: (any Error)?
         try WorkflowHost<W>.inspect(
@@ -144,11 +172,26 @@ extension WorkflowStore {
                         nodes.append(StateTree.Node(path: path, encodedState: bytes))
                     }
                     digest = try StateDigests(codec: configuration.codec, store: self.path, instance: id).digest(of: tree)
+                    waits = tree.declaredWorkers().map { StateTree.Wait($0, instance: id) }
                 } catch {
                     inspectionError = error
                 }
             })
         if let inspectionError { throw inspectionError }
-        return StateTree(instance: id, sequence: plan.target, nodes: nodes, digest: digest, codec: configuration.codec)
+        return StateTree(instance: id, sequence: plan.target, nodes: nodes, digest: digest, codec: configuration.codec, waits: waits)
+    }
+}
+
+extension StateTree.Wait {
+    init(_ worker: DeclaredWorker, instance: String) {
+        path = worker.path
+        key = worker.key
+        idempotencyKey = "\(instance)\(worker.path)#\(worker.key)@\(worker.sequence)"
+        switch worker.wait {
+        case .timer(let deadline)?: kind = .timer(deadline: deadline)
+        case .signal(let signal)?: kind = .signal(signal)
+        case .task(let attempt, let notBefore)?: kind = .task(attempt: attempt, notBefore: notBefore)
+        case nil: kind = .worker(worker.workerType)
+        }
     }
 }

@@ -51,6 +51,10 @@ extension WorkflowStore {
     ) throws -> WorkflowHost<W> where W.Rendering: Sendable, W.Output: Sendable {
         let plan = try replayPlan(id: id, as: type, through: nil, useSnapshot: true, configuration: configuration)
         let configuration = plan.configuration
+        if plan.record.status == .cancelled {
+            throw DurableError(.instanceCancelled, store: path, instance: id, detail: "the instance was cancelled",
+                               recovery: "A cancelled instance is not resumed; read its log with `wfctl log`, or delete it")
+        }
         let claimed = try claimOwnership(of: id, logger: configuration.logger)
         let journal = InstanceJournal(store: self, instanceID: id, record: claimed, configuration: configuration)
         // A failed replay stops the host, which releases the claim (hostDidStop).
@@ -126,6 +130,29 @@ extension WorkflowStore {
     /// Marks instance `id` completed (its log is kept until deleted).
     public func complete(id: String) throws {
         try setStatus(.completed, id: id)
+    }
+
+    /// Ends instance `id` for good: its status becomes ``InstanceStatus/cancelled``, no resume
+    /// runs it again, and its log is kept until deleted. Stop its host first.
+    public func cancel(id: String) throws {
+        guard let record = try record(id: id) else { throw notFound(id) }
+        if record.claim.isAlive {
+            throw DurableError(.instanceInUse, store: path, instance: id, detail: "the instance is running in a host",
+                               recovery: "Stop its host before cancelling it")
+        }
+        try setStatus(.cancelled, id: id)
+    }
+
+    /// Marks a ``InstanceStatus/failed`` instance running again, so that the next
+    /// ``resumeAll(_:configuration:)`` resumes it (after its cause was fixed: a decoder
+    /// registered, a snapshot removed). ``resume(id:as:configuration:)`` does this itself.
+    public func markRunning(id: String) throws {
+        guard let record = try record(id: id) else { throw notFound(id) }
+        guard record.status == .failed else {
+            throw DurableError(.storage, store: path, instance: id, detail: "the instance is \(record.status.rawValue), not failed",
+                               recovery: "Only a failed instance is marked running again")
+        }
+        try setStatus(.running, id: id)
     }
 
     /// Deletes instance `id`: its index entry, log and snapshots. Stop its host first.

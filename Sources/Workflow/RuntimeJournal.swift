@@ -89,6 +89,8 @@ package protocol RuntimeTree: AnyObject {
     func nodeStateAddresses() -> [(path: String, type: ObjectIdentifier, state: UnsafeRawPointer)]
     /// Every declared worker's node path, key and start sequence.
     func workerStarts() -> [(path: NodePath, key: String, sequence: UInt64)]
+    /// Every declared worker, with what it waits for, in path and key order.
+    func declaredWorkers() -> [DeclaredWorker]
     /// The root workflow value (the props it was last given).
     func rootWorkflow() -> Any
 }
@@ -134,4 +136,35 @@ public enum WorkerContext {
 /// output becomes (a signal's delivery mark, so that delivery and action commit atomically).
 package protocol JournalAttachable: Sendable {
     var journalAttachment: any Sendable { get }
+}
+
+/// A worker a tree declares, as inspection shows it.
+package struct DeclaredWorker: Sendable {
+    /// The declaring node.
+    package let path: NodePath
+    /// Its key in that node.
+    package let key: String
+    /// The sequence of the render pass that first declared it.
+    package let sequence: UInt64
+    /// How its outputs are logged.
+    package let origin: ActionOrigin
+    /// The worker's type name.
+    package let workerType: String
+    /// What it waits for, when the worker says.
+    package let wait: WorkerWait?
+}
+
+/// What a worker waits for, for operators (``DescribedWorker``).
+package enum WorkerWait: Sendable {
+    /// A durable timer, due at `deadline`.
+    case timer(deadline: WallTime)
+    /// Versions of a signal (its id, as text).
+    case signal(String)
+    /// A task's next attempt, not before `notBefore` (after a failure).
+    case task(attempt: Int, notBefore: WallTime?)
+}
+
+/// A worker that says what it waits for (timers, signal waits, tasks).
+package protocol DescribedWorker {
+    var wait: WorkerWait { get }
 }

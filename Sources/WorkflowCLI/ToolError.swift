@@ -18,7 +18,7 @@ struct ToolError: Error {
             return error
         case let error as DurableError:
             switch error.kind {
-            case .instanceNotFound, .sequenceOutOfRange, .wrongWorkflowType, .instanceExists:
+            case .instanceNotFound, .sequenceOutOfRange, .wrongWorkflowType, .instanceExists, .instanceInUse:
                 return ToolError(code: 2, message: error.description)
             case .nonDeterministic, .replayMismatch:
                 return ToolError(code: 1, message: error.description)

@@ -24,6 +24,12 @@ public enum WorkflowTool {
         exit($types.withValue(types) { run(arguments) })
     }
 
+    /// Runs one command with `types` registered and returns its exit code, without exiting
+    /// (for tests, and tools that embed `wfctl`'s commands).
+    public static func run(types: WorkflowTypes, arguments: [String]) -> Int32 {
+        $types.withValue(types) { run(arguments) }
+    }
+
     /// Runs one command and returns its exit code (for tests and embedding).
     static func run(_ arguments: [String]) -> Int32 {
         do {
@@ -31,14 +37,23 @@ public enum WorkflowTool {
             try command.run()
             return 0
         } catch {
-            return report(error)
+            return report(error, asJSON: arguments.contains("--json"))
         }
+    }
+
+    /// The JSON shape of an error (with `--json`, on standard output).
+    struct ErrorReport: Codable {
+        struct Detail: Codable {
+            let exitCode: Int32
+            let message: String
+        }
+        let error: Detail
     }
 
     /// Prints what `error` says where it belongs and returns the exit code: help (asked for with
     /// `--help`, `help` or no command) to stdout with 0; a usage error with its message to stderr
     /// with 2; anything else as ``ToolError`` maps it.
-    private static func report(_ error: any Error) -> Int32 {
+    private static func report(_ error: any Error, asJSON: Bool) -> Int32 {
         if !(error is ToolError) {
             switch WFCtl.exitCode(for: error) {
             case .success:
@@ -52,7 +67,14 @@ public enum WorkflowTool {
             }
         }
         let failure = ToolError.from(error)
-        FileHandle.standardError.write(Data("wfctl: \(failure.message.replacingOccurrences(of: "\n", with: " "))\n".utf8))
+        let message = failure.message.replacingOccurrences(of: "\n", with: " ")
+        // A finding (exit 1) follows the report the command printed, which says it: its summary
+        // line stays on stderr, so that standard output holds one JSON document.
+        if asJSON, failure.code != 1, let text = try? json(ErrorReport(error: .init(exitCode: failure.code, message: message))) {
+            emit(text)
+        } else {
+            FileHandle.standardError.write(Data("wfctl: \(message)\n".utf8))
+        }
         return failure.code
     }
 }
@@ -66,8 +88,8 @@ struct WFCtl: ParsableCommand {
         Read commands open the store read-only and are safe against a running service.
         Exit codes: 0 ok, 1 finding (e.g. a divergence), 2 usage, 3 store error.
         """,
-        subcommands: [Info.self, List.self, Log.self, State.self, Verify.self, Check.self, CheckWalk.self, Signals.self,
-                      Export.self, Import.self, Compact.self, Fork.self])
+        subcommands: [Info.self, List.self, Describe.self, Log.self, State.self, Verify.self, Check.self, CheckWalk.self, Signals.self,
+                      SignalCommand.self, Cancel.self, Delete.self, Resume.self, Export.self, Import.self, Compact.self, Fork.self])
 }
 
 /// Options every read command takes.

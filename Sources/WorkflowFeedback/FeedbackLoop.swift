@@ -56,14 +56,26 @@ public final class FeedbackLoop<Reducer: FeedbackReducer>: Sendable {
         self.init(reducer: ClosureReducer(initial: initial, reduce: reduce), feedbacks: feedbacks)
     }
 
+    /// The root workflow type of a durable loop's instances.
+    public typealias Root = ReducerWorkflow<Reducer>
+
+    /// `configuration` with the loop's event action registered: what a durable loop's instances
+    /// run with, and what a tool that rebuilds their state (a custom `wfctl`) registers
+    /// ``Root`` with.
+    public static func durableConfiguration(_ configuration: DurableConfiguration = DurableConfiguration()) -> DurableConfiguration
+    where Reducer: Codable, Event: Codable, State: Codable {
+        var configuration = configuration
+        configuration.actions.register(EventAction<Reducer>.self)
+        return configuration
+    }
+
     /// A durable loop: instance `id` of `store` is resumed (its state rebuilt by replaying the
     /// reducer over its logged events) or, if absent, started with `reducer`.
     public static func durable(
         store: WorkflowStore, id: String, reducer: Reducer, feedbacks: [Feedback<State, Event>] = [],
         configuration: DurableConfiguration = DurableConfiguration()
     ) throws -> FeedbackLoop where Reducer: Codable, Event: Codable, State: Codable {
-        var configuration = configuration
-        configuration.actions.register(EventAction<Reducer>.self)
+        var configuration = durableConfiguration(configuration)
         configuration.host.bufferOutputs = !feedbacks.isEmpty
         let host = try store.instance(id: id) == nil
             ? try store.start(ReducerWorkflow(reducer: reducer), id: id, configuration: configuration)

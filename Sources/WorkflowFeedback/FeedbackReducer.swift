@@ -42,32 +42,35 @@ public struct Reduced<State: Sendable, Event: Sendable>: Sendable {
 
 /// The workflow a loop runs on: its state is the loop's state, each event is an action, and
 /// each reduction is emitted as an output, which the runtime releases only live (never in replay).
-struct ReducerWorkflow<Reducer: FeedbackReducer>: Workflow, Sendable {
-    typealias State = Reducer.State
-    typealias Output = Reduced<Reducer.State, Reducer.Event>
+/// A durable loop's instances have it as their root type (`FeedbackLoop<R>.Root`): a tool that
+/// rebuilds their state registers it (see ``FeedbackLoop/durableConfiguration(_:)``).
+public struct ReducerWorkflow<Reducer: FeedbackReducer>: Workflow, Sendable {
+    public typealias State = Reducer.State
+    public typealias Output = Reduced<Reducer.State, Reducer.Event>
 
     let reducer: Reducer
 
-    struct Rendering: Sendable {
+    /// The loop's state and the sink its events go through.
+    public struct Rendering: Sendable {
         let state: Reducer.State
         let sink: Sink<EventAction<Reducer>>
     }
 
-    func makeInitialState() -> Reducer.State { reducer.makeInitialState() }
+    public func makeInitialState() -> Reducer.State { reducer.makeInitialState() }
 
-    func render(state: Reducer.State, context: RenderContext<ReducerWorkflow>) -> Rendering {
+    public func render(state: Reducer.State, context: RenderContext<ReducerWorkflow>) -> Rendering {
         Rendering(state: state, sink: context.makeSink(of: EventAction<Reducer>.self))
     }
 }
 
 extension ReducerWorkflow: Codable where Reducer: Codable {}
 
-/// One event, applied by running the reducer.
-struct EventAction<Reducer: FeedbackReducer>: WorkflowAction {
-    typealias WorkflowType = ReducerWorkflow<Reducer>
+/// One event of a loop, applied by running the reducer (logged by a durable loop).
+public struct EventAction<Reducer: FeedbackReducer>: WorkflowAction {
+    public typealias WorkflowType = ReducerWorkflow<Reducer>
     let event: Reducer.Event
 
-    func apply(toState state: inout Reducer.State, context: ApplyContext<ReducerWorkflow<Reducer>>) -> Reduced<Reducer.State, Reducer.Event>? {
+    public func apply(toState state: inout Reducer.State, context: ApplyContext<ReducerWorkflow<Reducer>>) -> Reduced<Reducer.State, Reducer.Event>? {
         context.props.reducer.reduce(&state, event)
         return Reduced(event: event, state: state)
     }
@@ -76,5 +79,5 @@ struct EventAction<Reducer: FeedbackReducer>: WorkflowAction {
 extension EventAction: Codable where Reducer.Event: Codable {}
 
 extension EventAction: DurableAction where Reducer: Codable, Reducer.Event: Codable {
-    static var tag: String { "feedback.event:\(String(reflecting: Reducer.self))" }
+    public static var tag: String { "feedback.event:\(String(reflecting: Reducer.self))" }
 }

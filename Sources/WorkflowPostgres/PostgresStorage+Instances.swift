@@ -251,6 +251,7 @@ extension PostgresStorage {
         case .running: 0
         case .completed: 1
         case .failed: 2
+        case .cancelled: 3
         }
     }
 
@@ -259,6 +260,7 @@ extension PostgresStorage {
         case 0: return .running
         case 1: return .completed
         case 2: return .failed
+        case 3: return .cancelled
         default: throw DamagedRow(detail: "instance \(id) has the unknown status \(code)")
         }
     }

@@ -39,7 +39,7 @@ struct SignalWaitOutput: JournalAttachable {
 /// from pruning nor receives more. When the host stops, a durable wait's consumer stays for the
 /// resumed host (an in-memory wait's goes, like its state). A crash between the commit that ends
 /// a wait and this removal leaves the consumer behind (`wfctl signals` lists it).
-struct SignalWaitWorker: EndObservingWorker {
+struct SignalWaitWorker: EndObservingWorker, DescribedWorker {
     let center: SignalCenter
     let signal: SignalID
     let behaviour: DeliveryBehaviour
@@ -81,6 +81,8 @@ struct SignalWaitWorker: EndObservingWorker {
         if durable && becauseHostStopped { return }
         try? center.removeConsumer(consumer)  // already gone after a `once` delivery: nothing to do
     }
+
+    var wait: WorkerWait { .signal("\(signal)") }
 
     func isEquivalent(to other: SignalWaitWorker) -> Bool {
         signal == other.signal && behaviour == other.behaviour && coalescing == other.coalescing && center === other.center

@@ -6,4 +6,6 @@ public enum InstanceStatus: String, Sendable, Codable, CaseIterable {
     case completed
     /// Replay stopped with an error (unknown action, corrupt entry, divergence); the log is intact.
     case failed
+    /// Ended by an operator (`wfctl cancel`, `WorkflowStore.cancel(id:)`): never resumed; its log is kept.
+    case cancelled
 }

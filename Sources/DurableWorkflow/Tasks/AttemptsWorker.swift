@@ -5,7 +5,7 @@ import WorkflowLocks
 /// failure (with the time the next attempt is due) and the outcome as the task's events. One
 /// worker runs every attempt, so the idempotency key it was started with holds for all of them;
 /// a re-render with the task's new state is the same work (no restart).
-struct AttemptsWorker<Value: Codable & Sendable>: Worker {
+struct AttemptsWorker<Value: Codable & Sendable>: Worker, DescribedWorker {
     let policy: RetryPolicy
     let operation: @Sendable (TaskAttempt) async throws -> Value
     let firstAttempt: Int
@@ -24,6 +24,8 @@ struct AttemptsWorker<Value: Codable & Sendable>: Worker {
     }
 
     func isEquivalent(to other: AttemptsWorker) -> Bool { true }
+
+    var wait: WorkerWait { .task(attempt: firstAttempt, notBefore: notBefore) }
 
     /// Runs attempts until one succeeds, the policy gives up, or the task is cancelled.
     private func attempts(_ report: (TaskWorkflow<Value>.Event) -> Void) async {

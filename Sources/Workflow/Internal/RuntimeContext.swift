@@ -211,6 +211,10 @@ final class RuntimeContext: RuntimeTree {
         nodesByPath.values.min { $0.info.path.segments.count < $1.info.path.segments.count }!.anyWorkflow
     }
 
+    func declaredWorkers() -> [DeclaredWorker] {
+        nodesByPath.values.flatMap(\.declaredWorkers).sorted { ($0.path.description, $0.key) < ($1.path.description, $1.key) }
+    }
+
     func workerStarts() -> [(path: NodePath, key: String, sequence: UInt64)] {
         nodesByPath.values.flatMap { node in node.workerStarts.map { (node.info.path, $0.key, $0.sequence) } }
             .sorted { ($0.path.description, $0.key) < ($1.path.description, $1.key) }

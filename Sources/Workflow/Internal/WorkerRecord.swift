@@ -6,6 +6,12 @@ protocol WorkerRecordProtocol: AnyObject {
     var startSequence: UInt64 { get }
     /// Set by the render pass that stops declaring it: its queued outputs are then discarded.
     var ended: Bool { get set }
+    /// How its outputs are logged.
+    var origin: ActionOrigin { get }
+    /// The worker's type name.
+    var workerTypeName: String { get }
+    /// What the worker waits for, if it says.
+    var wait: WorkerWait? { get }
     func start(queue: any ActionQueue, observers: [any WorkflowObserver])
     /// Cancels the worker; `hostStopped` tells an ``EndObservingWorker`` why it ended.
     func stop(observers: [any WorkflowObserver], hostStopped: Bool)
@@ -52,6 +58,10 @@ final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtoco
         if task == nil { self.worker = worker }
         self.outputMap = outputMap
     }
+
+    var workerTypeName: String { "\(W.self)" }
+
+    var wait: WorkerWait? { (worker as? any DescribedWorker)?.wait }
 
     func start(queue: any ActionQueue, observers: [any WorkflowObserver]) {
         let worker = self.worker, nodeID = self.nodeID, recordID = id, origin = self.origin
@@ -108,9 +118,11 @@ struct ChildKey: Hashable {
 }
 
 /// The worker behind a durable timer: emits once at `deadline` (at once if it has passed).
-struct DeadlineWorker: Worker {
+struct DeadlineWorker: Worker, DescribedWorker {
     let deadline: WallTime
     let clock: any WorkflowClock
+
+    var wait: WorkerWait { .timer(deadline: deadline) }
 
     func run() -> AsyncStream<Void> {
         let deadline = self.deadline, clock = self.clock

@@ -16,6 +16,8 @@ protocol AnyWorkflowNode: AnyObject {
     var anyWorkflow: Any { get }
     /// The declared workers' keys and start sequences.
     var workerStarts: [(key: String, sequence: UInt64)] { get }
+    /// The declared workers, described.
+    var declaredWorkers: [DeclaredWorker] { get }
     /// Ends the node, its children, workers and side effects (effects are queued in the batch).
     func tearDown()
     func deliverWorkerOutput<Value>(recordID: UInt64, value: Value) -> WorkOutcome
@@ -146,6 +148,13 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
 
     var workerStarts: [(key: String, sequence: UInt64)] {
         workers.values.map { ($0.key, $0.startSequence) }
+    }
+
+    var declaredWorkers: [DeclaredWorker] {
+        workers.values.map {
+            DeclaredWorker(path: info.path, key: $0.key, sequence: $0.startSequence, origin: $0.origin,
+                           workerType: $0.workerTypeName, wait: $0.wait)
+        }
     }
 
     func declaresSink<Action>(of type: Action.Type) -> Bool {

@@ -93,15 +93,19 @@ public struct Payment: Workflow, Codable, Sendable {
     public func makeInitialState() -> State { State() }
 
     public func render(state: State, context: RenderContext<Payment>) -> Rendering {
-        guard state.receipt == nil, state.failure == nil, let gateway = context.dependency(Gateway.self) else {
-            return Rendering(state: state, progress: nil)
-        }
+        guard state.receipt == nil, state.failure == nil else { return Rendering(state: state, progress: nil) }
+        // The tree's shape never depends on a dependency being there: a tool that replays the
+        // instance without one rebuilds the same tree (its attempts just never run).
+        let gateway = context.dependency(Gateway.self)
         let finalCodes = self.finalCodes
         let policy = RetryPolicy(
             initialInterval: .seconds(1), backoffCoefficient: 2, maximumAttempts: maximumAttempts,
             attemptTimeout: timeoutSeconds.map { .seconds($0) },
             isRetryable: { error in !((error as? Gateway.GatewayError).map { finalCodes.contains($0.code) } ?? false) })
-        let progress = context.runTask(key: "charge", retry: policy, operation: { attempt in try await gateway.charge(attempt) }) {
+        let progress = context.runTask(key: "charge", retry: policy, operation: { attempt in
+            guard let gateway else { throw Gateway.GatewayError(code: 0) }
+            return try await gateway.charge(attempt)
+        }) {
             Charged(result: $0)
         }
         return Rendering(state: state, progress: progress)

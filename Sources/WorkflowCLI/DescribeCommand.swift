@@ -1,0 +1,93 @@
+import ArgumentParser
+import DurableWorkflow
+import Workflow
+
+/// `wfctl describe STORE ID`
+struct Describe: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "An instance's status and what it waits for: timers with deadlines, awaited signals, tasks and workers with their idempotency keys.",
+        discussion: """
+        The waits come from the tree rebuilt by replay (read-only: no worker runs), so they need the instance's
+        workflow type registered in this tool; without it, only the record is shown.
+        Example: wfctl describe /var/lib/service/workflows order-42
+        """)
+
+    @OptionGroup var options: ReadOptions
+
+    @Argument(help: "The instance id.")
+    var id: String
+
+    /// The JSON shape of `describe` (documented in docs/wfctl-json.md).
+    struct Report: Codable {
+        struct Wait: Codable {
+            let node: String
+            let key: String
+            /// timer, signal, task or worker.
+            let kind: String
+            /// The timer's deadline, or when a task's next attempt is due (ISO 8601).
+            let due: String?
+            /// The awaited signal's id.
+            let signal: String?
+            /// A task's next attempt.
+            let attempt: Int?
+            /// A plain worker's type.
+            let workerType: String?
+            let idempotencyKey: String
+        }
+        let instance: InstanceInfo
+        /// Whether the waits are known (the type is registered in this tool).
+        let waitsKnown: Bool
+        let waits: [Wait]
+    }
+
+    func run() throws {
+        let store = try options.open()
+        guard let instance = try store.instance(id: id) else {
+            throw ToolError.usage("no instance \"\(id)\" in \(store.path); list them with `wfctl list \(store.path)`")
+        }
+        let support = WorkflowTool.types.support(for: instance.workflowType)
+        let waits = try support.map { try $0.state(store, id, nil, true).waits.map(Self.wait) }
+        if options.json {
+            return emit(try json(Report(instance: instance, waitsKnown: waits != nil, waits: waits ?? [])))
+        }
+        var record = Table("FIELD", "VALUE")
+        record.add("id", instance.id)
+        record.add("type", instance.workflowType)
+        record.add("status", instance.status.rawValue)
+        record.add("last sequence", "\(instance.lastSequence)")
+        record.add("snapshot", instance.lastSnapshot == 0 ? "-" : "\(instance.lastSnapshot)")
+        record.add("created", iso(instance.created))
+        record.add("updated", iso(instance.updated))
+        emit(record.text)
+        guard let waits else {
+            return emit("\nwaits: unknown (register \(instance.workflowType) in this tool to see them)")
+        }
+        emit("")
+        if waits.isEmpty { return emit("waits: nothing") }
+        var table = Table("NODE", "KIND", "KEY", "DETAIL", "IDEMPOTENCY KEY")
+        for wait in waits {
+            let detail = [wait.due.map { "due \($0)" }, wait.signal.map { "signal \($0)" }, wait.attempt.map { "attempt \($0)" },
+                          wait.workerType].compactMap { $0 }.joined(separator: ", ")
+            table.add(wait.node, wait.kind, wait.key, detail.isEmpty ? "-" : detail, wait.idempotencyKey)
+        }
+        emit(table.text)
+    }
+
+    static func wait(_ wait: StateTree.Wait) -> Report.Wait {
+        let node = wait.path.description, key = wait.key, idempotencyKey = wait.idempotencyKey
+        switch wait.kind {
+        case .timer(let deadline):
+            return .init(node: node, key: key, kind: "timer", due: iso(deadline), signal: nil, attempt: nil, workerType: nil,
+                         idempotencyKey: idempotencyKey)
+        case .signal(let signal):
+            return .init(node: node, key: key, kind: "signal", due: nil, signal: signal, attempt: nil, workerType: nil,
+                         idempotencyKey: idempotencyKey)
+        case .task(let attempt, let notBefore):
+            return .init(node: node, key: key, kind: "task", due: notBefore.map(iso), signal: nil, attempt: attempt, workerType: nil,
+                         idempotencyKey: idempotencyKey)
+        case .worker(let type):
+            return .init(node: node, key: key, kind: "worker", due: nil, signal: nil, attempt: nil, workerType: type,
+                         idempotencyKey: idempotencyKey)
+        }
+    }
+}

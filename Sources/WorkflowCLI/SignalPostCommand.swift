@@ -1,0 +1,53 @@
+import ArgumentParser
+import DurableWorkflow
+import Foundation
+import WorkflowSignals
+
+/// `wfctl signal post STORE SIGNAL JSON`
+struct SignalCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "signal", abstract: "Act on signals (see `signals` to read them).", subcommands: [Post.self])
+
+    struct Post: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Post a version of a signal, its value given as JSON (as SignalCenter.post(_:value:) encodes values).",
+            discussion: """
+            Example: wfctl signal post /var/lib/service/workflows 6F9619FF-8B86-D011-B42D-00C04FC964FF '{"carrier":"DHL"}'
+            """)
+
+        @OptionGroup var options: WriteOptions
+
+        @Argument(help: "The signal's id (a UUID).")
+        var signal: String
+
+        @Argument(help: "The value, as JSON text.")
+        var value: String
+
+        @Flag(help: "Keep the consumers that receive this version (default: each is removed after delivering it).")
+        var keepConsumers = false
+
+        @Option(help: "A key that makes the post happen once: a repeated post with the same key returns the first one's version.")
+        var idempotencyKey: String?
+
+        struct Posted: Codable {
+            let signal: String
+            let version: UInt64
+        }
+
+        func run() throws {
+            guard let id = UUID(uuidString: signal) else { throw ToolError.usage("\(signal) is not a signal id (a UUID)") }
+            let payload = Array(value.utf8)
+            guard (try? JSONSerialization.jsonObject(with: Data(payload), options: [.fragmentsAllowed])) != nil else {
+                throw ToolError.usage("the value is not JSON: \(value)")
+            }
+            let store = try options.open()
+            let center = try SignalCenter.open(store: store, processIdentity: "wfctl-\(getpid())",
+                                               configuration: .init(pollInterval: .seconds(3600)))
+            defer { try? center.stop() }
+            let version = try center.post(SignalID(id), payload: payload, terminatesConsumersAfterDelivery: !keepConsumers,
+                                          idempotencyKey: idempotencyKey)
+            if options.json { return emit(try json(Posted(signal: id.uuidString, version: version))) }
+            emit("posted version \(version) of \(id.uuidString)")
+        }
+    }
+}

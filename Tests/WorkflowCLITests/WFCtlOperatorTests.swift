@@ -1,0 +1,129 @@
+import DurableWorkflow
+import Foundation
+import TestSupport
+import Testing
+import Workflow
+import WorkflowExamples
+import WorkflowLMDB
+import WorkflowSignals
+import WorkflowStorage
+
+/// The JSON object `wfctl ... --json` printed.
+private func object(_ output: (code: Int32, lines: [String])) throws -> [String: Any] {
+    try #require(try JSONSerialization.jsonObject(with: Data(output.lines.joined().utf8)) as? [String: Any], "\(output.lines)")
+}
+
+@Suite("wfctl for operators: describe, cancel, delete, resume, signal post, JSON errors")
+struct WFCtlOperatorTests {
+    @Test("describe shows the record and what the instance waits for: a timer with its deadline, a signal, workers with their idempotency keys")
+    func describe() throws {
+        let dir = TemporaryDirectory("cli-describe")
+        let confirmation = SignalID()
+        do {
+            let center = try SignalCenter.open(path: dir.path, processIdentity: "test")
+            for (id, files) in [("waiting", [String: Int]()), ("uploading", ["a.txt": 600_000])] {
+                let job = UploadJob(job: id, files: files, confirmation: confirmation, holdSeconds: 3600)
+                let host = try center.store.start(job, id: id, configuration: UploadJob.configuration(center: center))
+                host.rendering.begin.send(.init())
+                host.stop()
+            }
+            try center.stop()
+        }
+        try makeCounterStore(dir.path, id: "plain", increments: 2, snapshotEvery: nil)
+
+        let waiting = try object(try wfctl(["describe", dir.path, "waiting", "--json"]))
+        #expect((waiting["instance"] as? [String: Any])?["status"] as? String == "running")
+        #expect(waiting["waitsKnown"] as? Bool == true)
+        let waits = try #require(waiting["waits"] as? [[String: Any]])
+        #expect(Set(waits.compactMap { $0["kind"] as? String }) == ["signal", "timer"])
+        let signal = try #require(waits.first { $0["kind"] as? String == "signal" })
+        #expect(signal["signal"] as? String == "\(confirmation)")
+        let timer = try #require(waits.first { $0["kind"] as? String == "timer" })
+        #expect(timer["key"] as? String == "hold" && (timer["due"] as? String)?.isEmpty == false)
+        #expect((timer["idempotencyKey"] as? String)?.hasPrefix("waiting/") == true)
+
+        let uploading = try wfctl(["describe", dir.path, "uploading"])
+        #expect(uploading.code == 0)
+        #expect(uploading.lines.contains { $0.contains("status") && $0.contains("running") })
+        #expect(uploading.lines.contains { $0.contains("worker") && $0.contains("uploading/UploadJob/FileUpload[a.txt]#") }, "\(uploading.lines)")
+        #expect(uploading.lines.contains { $0.contains("timer") && $0.contains("hold") && $0.contains("due ") })
+
+        let plain = try wfctl(["describe", dir.path, "plain"])
+        #expect(plain.lines.last == "waits: nothing", "\(plain.lines)")
+    }
+
+    @Test("cancel ends an instance for good; delete removes one; both refuse a running instance")
+    func cancelAndDelete() async throws {
+        let dir = TemporaryDirectory("cli-cancel")
+        try makeCounterStore(dir.path, id: "a", increments: 2, snapshotEvery: nil)
+        try makeCounterStore(dir.path, id: "b", increments: 2, snapshotEvery: nil)
+        let cancelled = try object(try wfctl(["cancel", dir.path, "a", "--json"]))
+        #expect(cancelled["action"] as? String == "cancelled")
+        #expect((cancelled["record"] as? [String: Any])?["status"] as? String == "cancelled")
+        #expect(try wfctl(["list", dir.path, "--status", "cancelled"]).lines.contains { $0.hasPrefix("a ") })
+        let store = try WorkflowStore.open(path: dir.path)
+        let error = #expect(throws: DurableError.self) {
+            _ = try store.resume(id: "a", as: Counter.self, configuration: DurableConfiguration(actions: Counter.actions))
+        }
+        #expect(error?.kind == .instanceCancelled)
+
+        let running = try store.resume(id: "b", as: Counter.self, configuration: DurableConfiguration(actions: Counter.actions))
+        let refused = try wfctl(["delete", dir.path, "b"])
+        #expect(refused.code == 2 && refused.lines.first?.contains("running in a host") == true, "\(refused.lines)")
+        #expect(try wfctl(["cancel", dir.path, "b"]).code == 2)
+        await running.stopAndWait()
+        #expect(try wfctl(["delete", dir.path, "b"]).lines == ["deleted b"])
+        #expect(try store.instance(id: "b") == nil)
+    }
+
+    @Test("resume marks a failed instance running once it replays; one that still does not replay stays failed (exit 1)")
+    func resumeFailed() throws {
+        let dir = TemporaryDirectory("cli-resume")
+        try makeCounterStore(dir.path, id: "fixed", increments: 3, snapshotEvery: nil)
+        let store = try WorkflowStore.open(path: dir.path)
+        _ = try store.backend.setStatus(id: "fixed", to: .failed, at: 1)
+        let good = try store.entries(of: "fixed")
+        let bad = LogEntry(sequence: 2, time: good[1].time, origin: good[1].origin, nodePath: good[1].nodePath,
+                           actionTag: good[1].actionTag, actionVersion: 7, payload: good[1].payload, digest: nil)
+        try store.importInstance(id: "broken", workflowType: String(reflecting: Counter.self), status: .failed, created: .now(),
+                                 entries: [good[0], bad])
+
+        let resumed = try wfctl(["resume", dir.path, "fixed"])
+        #expect(resumed.code == 0, "\(resumed.lines)")
+        #expect(try store.instance(id: "fixed")?.status == .running)
+        let broken = try wfctl(["resume", dir.path, "broken"])
+        #expect(broken.code == 1 && broken.lines.first?.contains("still does not replay") == true, "\(broken.lines)")
+        #expect(try store.instance(id: "broken")?.status == .failed)
+        #expect(try wfctl(["resume", dir.path, "fixed"]).code == 2)
+    }
+
+    @Test("signal post writes a version another process's consumer can read; bad JSON is a usage error")
+    func signalPost() throws {
+        let dir = TemporaryDirectory("cli-signal-post")
+        let signal = SignalID()
+        do {
+            let center = try SignalCenter.open(path: dir.path, processIdentity: "test")
+            try center.register(signal, owner: "test consumer", behaviour: .untilTerminated)
+            try center.stop()
+        }
+        let posted = try object(try wfctl(["signal", "post", dir.path, "\(signal)", #"{"carrier":"DHL"}"#, "--json"]))
+        #expect(posted["version"] as? Int == 1)
+        #expect(try wfctl(["signal", "post", dir.path, "\(signal)", #""again""#, "--idempotency-key", "k"]).lines == ["posted version 2 of \(signal)"])
+        #expect(try wfctl(["signal", "post", dir.path, "\(signal)", #""again""#, "--idempotency-key", "k"]).lines == ["posted version 2 of \(signal)"])
+        #expect(try wfctl(["signal", "post", dir.path, "\(signal)", "{not json"]).code == 2)
+        let center = try SignalCenter.open(path: dir.path, processIdentity: "reader")
+        defer { try? center.stop() }
+        #expect(try center.signals().first { $0.id == signal }?.latestVersion == 2)
+    }
+
+    @Test("with --json, an error is a JSON object on standard output with the exit code")
+    func jsonErrors() throws {
+        let dir = TemporaryDirectory("cli-json-error")
+        try makeCounterStore(dir.path, id: "c", increments: 1, snapshotEvery: nil)
+        let missing = try wfctl(["describe", dir.path, "nobody", "--json"])
+        #expect(missing.code == 2)
+        let error = try #require(try object(missing)["error"] as? [String: Any])
+        #expect(error["exitCode"] as? Int == 2)
+        #expect((error["message"] as? String)?.contains("no instance \"nobody\"") == true)
+    }
+}
