@@ -24,6 +24,21 @@ public struct DurableConfiguration: Sendable {
         public static var processCrashSafe: Mode { .processCrashSafe(syncInterval: .seconds(1)) }
     }
 
+    /// Whether root outputs are delivered again after a restart until their consumer says it
+    /// handled them.
+    public enum OutputDelivery: Sendable, Hashable {
+        /// Each output is delivered once, live, on ``WorkflowHost/outputs``; those a crash kept
+        /// from being handled are not delivered again (a finishing workflow's final output still
+        /// is: ``WorkflowHost/completion``).
+        case atMostOnce
+        /// Outputs go to ``WorkflowHost/acknowledgeableOutputs`` with their entry's sequence; the
+        /// consumer acknowledges with ``WorkflowHost/acknowledgeOutputs(through:)`` (an entry in
+        /// the log), and a resumed host delivers every output not acknowledged again, first. A
+        /// resume then starts from a snapshot taken when every output before it was acknowledged
+        /// (or from the first entry).
+        case untilAcknowledged
+    }
+
     /// When entries carry a digest of the state after them (rule D4).
     public enum Digests: Sendable, Hashable {
         /// Never.
@@ -58,6 +73,8 @@ public struct DurableConfiguration: Sendable {
     public var host: HostConfiguration
     /// Observers of the log: appends, commits, replay progress.
     public var observers: [any DurableObserver] = []
+    /// Whether root outputs are delivered again after a restart until acknowledged (default: at most once).
+    public var outputDelivery = OutputDelivery.atMostOnce
     /// Where the engine logs what concerns the instance's life: starts and resumes (debug),
     /// replays (debug, with entries and duration), takeovers of a dead process's claim (info),
     /// an instance that stops on a failure or is marked failed (error), a finished instance
@@ -80,6 +97,13 @@ public struct DurableConfiguration: Sendable {
 }
 
 extension DurableConfiguration {
+    /// The runtime's configuration for a host of this one.
+    var hostConfiguration: HostConfiguration {
+        var host = self.host
+        host.acknowledgedOutputs = outputDelivery == .untilAcknowledged
+        return host
+    }
+
     /// This configuration with the codec `record`'s instance was written with.
     func resolvingCodec(for record: StoredInstance, store: String, instance: String) throws -> DurableConfiguration {
         if codec.name == record.codec { return self }

@@ -67,6 +67,14 @@ final class InstanceJournal: RuntimeJournal {
         pending.finishes = true
     }
 
+    func record(acknowledgement sequence: UInt64, time: WallTime) throws {
+        var payload: [UInt8] = []
+        withUnsafeBytes(of: sequence.littleEndian) { payload.append(contentsOf: $0) }
+        currentSequence += 1
+        pending.append(payload: payload, tag: LogEntry.acknowledgementTag, version: 1, at: NodePath(segments: []),
+                       sequence: currentSequence, origin: .acknowledgement, time: time)
+    }
+
     func record(props: any Sendable, time: WallTime, tree: any RuntimeTree) throws {
         let rootProps = try StateCoding.encode(props, codec: configuration.codec, what: "root props", store: store.path, instance: instanceID)
         currentSequence += 1

@@ -26,6 +26,11 @@ public struct LogEntry: Sendable, Hashable {
 
     /// Whether this entry carries root props rather than an action.
     public var isProps: Bool { actionTag == Self.propsTag }
+    /// The tag of an acknowledgement of root outputs (its payload: the sequence acknowledged up
+    /// to, 8 bytes little-endian; origin ``ActionOrigin/acknowledgement``).
+    public static let acknowledgementTag = "$ack"
+    /// Whether this entry acknowledges root outputs instead of logging an action.
+    public var isAcknowledgement: Bool { actionTag == Self.acknowledgementTag }
 
     /// Creates an entry; the engine makes these as it records.
     public init(
@@ -176,6 +181,7 @@ public struct LogEntry: Sendable, Hashable {
         let digest: UInt64?
 
         var isProps: Bool { actionTag == LogEntry.propsTag }
+        var isAcknowledgement: Bool { actionTag == LogEntry.acknowledgementTag }
 
         /// A copy that outlives the transaction.
         var entry: LogEntry {
@@ -241,6 +247,7 @@ extension ActionOrigin {
         case .timer: 2
         case .signal: 3
         case .props: 4
+        case .acknowledgement: 5
         }
     }
 
@@ -252,6 +259,7 @@ extension ActionOrigin {
         case 2: self = .timer
         case 3: self = .signal
         case 4: self = .props
+        case 5: self = .acknowledgement
         default: return nil
         }
     }

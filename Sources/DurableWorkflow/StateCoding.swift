@@ -27,6 +27,11 @@ struct Snapshot: Sendable {
     let rootProps: [UInt8]
     let states: [NodePath: [UInt8]]
     let workerStarts: [String: UInt64]
+    /// The sequence up to which root outputs were acknowledged when it was taken (0 in format 1).
+    let acknowledgedThrough: UInt64
+    /// Whether an output emitted before it was not acknowledged yet (a host whose outputs wait
+    /// for acknowledgements must replay from before it to deliver it again; false in format 1).
+    let hasUnacknowledgedOutputs: Bool
 
     static func workerKey(_ path: NodePath, _ key: String) -> String { "\(path)#\(key)" }
 
@@ -39,13 +44,17 @@ struct Snapshot: Sendable {
         }
         var workers: [String: UInt64] = [:]
         for start in tree.workerStarts() { workers[workerKey(start.path, start.key)] = start.sequence }
-        return Snapshot(sequence: sequence, rootProps: rootProps, states: states, workerStarts: workers)
+        return Snapshot(sequence: sequence, rootProps: rootProps, states: states, workerStarts: workers,
+                        acknowledgedThrough: tree.acknowledgedThrough,
+                        hasUnacknowledgedOutputs: tree.lastOutputSequence > tree.acknowledgedThrough)
     }
 
     func encoded() -> [UInt8] {
         var writer = ByteWriter()
-        writer.write(UInt8(1))
+        writer.write(UInt8(2))
         writer.write(sequence)
+        writer.write(acknowledgedThrough)
+        writer.write(UInt8(hasUnacknowledgedOutputs ? 1 : 0))
         writer.write(block: rootProps)
         writer.write(UInt32(states.count))
         for (path, state) in states.sorted(by: { $0.key.description < $1.key.description }) {
@@ -74,8 +83,11 @@ struct Snapshot: Sendable {
         guard bytes.loadUnaligned(fromByteOffset: bytes.count - 8, as: UInt64.self).littleEndian == checksum.value else { return nil }
         var reader = ByteReader(UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 8)]))
         do {
-            guard try reader.read(UInt8.self) == 1 else { return nil }
+            let format = try reader.read(UInt8.self)
+            guard format == 1 || format == 2 else { return nil }
             let sequence = try reader.read(UInt64.self)
+            let acknowledged = format == 2 ? try reader.read(UInt64.self) : 0
+            let unacknowledged = format == 2 ? try reader.read(UInt8.self) == 1 : false
             let props = try reader.readBlock()
             var states: [NodePath: [UInt8]] = [:]
             for _ in 0..<(try reader.read(UInt32.self)) {
@@ -90,7 +102,8 @@ struct Snapshot: Sendable {
                 let key = try reader.readString()
                 workers[key] = try reader.read(UInt64.self)
             }
-            return Snapshot(sequence: sequence, rootProps: props, states: states, workerStarts: workers)
+            return Snapshot(sequence: sequence, rootProps: props, states: states, workerStarts: workers, acknowledgedThrough: acknowledged,
+                            hasUnacknowledgedOutputs: unacknowledged)
         } catch {
             return nil
         }

@@ -34,7 +34,7 @@ extension WorkflowStore {
         }
         configuration.logger.debug("started an instance", metadata: ["instance": "\(id)", "workflow": "\(String(reflecting: W.self))"])
         let journal = InstanceJournal(store: self, instanceID: id, record: record, configuration: configuration)
-        return try WorkflowHost(workflow: workflow, configuration: configuration.host, journal: journal, initialSequence: 1)
+        return try WorkflowHost(workflow: workflow, configuration: configuration.hostConfiguration, journal: journal, initialSequence: 1)
     }
 
     /// Resumes instance `id` after a restart: rebuilds its tree from its latest snapshot (or its
@@ -62,7 +62,7 @@ extension WorkflowStore {
         let host: WorkflowHost<W>
         do {
             host = try WorkflowHost(
-                workflow: plan.root, configuration: configuration.host, journal: journal, restorer: plan.restorer,
+                workflow: plan.root, configuration: configuration.hostConfiguration, journal: journal, restorer: plan.restorer,
                 initialSequence: plan.baseSequence, replay: { driver in try self.replay(plan, driver: driver) })
         } catch {
             configuration.logger.debug("an instance could not be replayed", metadata: ["instance": "\(id)", "error": "\(error)"])

@@ -51,7 +51,7 @@ extension WorkflowStore {
         ])
         let journal = InstanceJournal(store: self, instanceID: id, record: record, configuration: configuration)
         return try WorkflowHost(
-            workflow: workflow, configuration: configuration.host, journal: journal, initialSequence: 1,
+            workflow: workflow, configuration: configuration.hostConfiguration, journal: journal, initialSequence: 1,
             replay: { driver in try driver.apply(firstAction, at: rootPath, origin: .sink, time: now, sequence: 2) })
     }
 

@@ -35,7 +35,11 @@ extension WorkflowStore {
             throw DurableError(.sequenceOutOfRange, store: path, instance: id, sequence: target,
                                detail: "the log holds sequences 1 to \(record.lastSequence)")
         }
-        let snapshot = useSnapshot && record.lastSnapshot > 0 ? try latestSnapshot(record: record, id: id, atMost: target) : nil
+        // Outputs waiting for acknowledgement are delivered again by replaying their entries: a
+        // snapshot taken before they were acknowledged would skip them.
+        let whole = configuration.outputDelivery == .untilAcknowledged
+        let snapshot = useSnapshot && record.lastSnapshot > 0
+            ? try latestSnapshot(record: record, id: id, atMost: target, acknowledgedWhole: whole) : nil
         let props: [UInt8]
         if let snapshot {
             props = snapshot.rootProps
@@ -57,11 +61,13 @@ extension WorkflowStore {
 
     /// The newest readable snapshot of `record` at or before `sequence`; a corrupt one is skipped
     /// (snapshots only shorten replay: the log is the truth).
-    private func latestSnapshot(record: StoredInstance, id: String, atMost sequence: UInt64) throws -> Snapshot? {
+    /// With `acknowledgedWhole`, only a snapshot taken when every root output before it was acknowledged.
+    private func latestSnapshot(record: StoredInstance, id: String, atMost sequence: UInt64, acknowledgedWhole: Bool) throws -> Snapshot? {
         var found: Snapshot?
         do {
             try backend.readSnapshots(of: record.key, atMost: sequence) { _, bytes in
                 found = Snapshot.decode(bytes)
+                if acknowledgedWhole, found?.hasUnacknowledgedOutputs == true { found = nil }
                 return found == nil
             }
         } catch let failure as StorageFailure {
@@ -76,6 +82,9 @@ extension WorkflowStore {
         let configuration = plan.configuration
         let observers = configuration.observers, started = ContinuousClock.now
         for observer in observers { observer.replayWillStart(instance: plan.id, from: plan.baseSequence, to: plan.target) }
+        if let snapshot = plan.restorer?.snapshot {
+            driver.acknowledged(through: snapshot.acknowledgedThrough, sequence: snapshot.sequence)
+        }
         var next = plan.baseSequence + 1
         var decoders = DecoderCache(
             ownBytes: configuration.codec is BinaryPayloadCodec, digests: StateDigests(codec: configuration.codec, store: path, instance: plan.id))
@@ -121,6 +130,14 @@ extension WorkflowStore {
         _ entry: LogEntry.View, plan: ReplayPlan<W>, driver: any ReplayDriver, configuration: DurableConfiguration,
         decoders: inout DecoderCache
     ) throws {
+        if entry.isAcknowledgement {
+            // Applies nothing: it says which root outputs a consumer no longer needs delivered.
+            guard entry.payload.count == 8 else {
+                throw failure(.corruptEntry, entry, plan.id, "an acknowledgement entry holds \(entry.payload.count) bytes, not 8")
+            }
+            driver.acknowledged(through: UInt64(littleEndian: entry.payload.loadUnaligned(as: UInt64.self)), sequence: entry.sequence)
+            return
+        }
         do {
             if entry.isProps {
                 try applyProps(entry, plan: plan, driver: driver, configuration: configuration)

@@ -70,4 +70,7 @@ public enum ActionOrigin: String, Sendable, Codable, CaseIterable {
     case signal
     /// New props from the host (`update(workflow:)`).
     case props
+    /// The host's consumer acknowledged root outputs (``WorkflowHost/acknowledgeOutputs(through:)``):
+    /// no action is applied.
+    case acknowledgement
 }

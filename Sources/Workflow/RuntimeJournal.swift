@@ -20,6 +20,8 @@ package protocol RuntimeJournal: AnyObject {
     /// The entry recorded last finished the instance (its root emitted its final output): its
     /// commit also marks the instance completed.
     func finish()
+    /// Records that the consumer of root outputs has handled those of the entries up to `sequence`.
+    func record(acknowledgement sequence: UInt64, time: WallTime) throws
     /// Records new root props.
     func record(props: any Sendable, time: WallTime, tree: any RuntimeTree) throws
     /// The render pass for the last recorded entry finished. `awaited`: the entry's action came
@@ -93,6 +95,11 @@ package protocol RuntimeTree: AnyObject {
     func declaredWorkers() -> [DeclaredWorker]
     /// The root workflow value (the props it was last given).
     func rootWorkflow() -> Any
+    /// The sequence up to which the consumer has acknowledged root outputs (as logged).
+    var acknowledgedThrough: UInt64 { get }
+    /// The sequence of the latest entry whose action emitted a root output (kept only for hosts
+    /// whose outputs wait for acknowledgements; 0 otherwise).
+    var lastOutputSequence: UInt64 { get }
 }
 
 /// Gives nodes created during a resume the states a snapshot recorded.
@@ -120,6 +127,8 @@ package protocol ReplayDriver {
         _ action: Action, at path: NodePath, origin: ActionOrigin, time: WallTime, sequence: UInt64
     ) throws(ReplayMismatch)
     func updateRoot(props: any Sendable, time: WallTime, sequence: UInt64) throws(ReplayMismatch)
+    /// The entry at `sequence` acknowledges root outputs up to `through`.
+    func acknowledged(through: UInt64, sequence: UInt64)
     var tree: any RuntimeTree { get }
 }
 

@@ -12,6 +12,10 @@ public struct HostConfiguration: Sendable {
     /// Whether root outputs are kept for ``WorkflowHost/outputs`` (default). Turn it off for a host
     /// whose outputs nobody reads: they are then dropped instead of accumulating.
     public var bufferOutputs: Bool = true
+    /// Whether root outputs go to ``WorkflowHost/acknowledgeableOutputs`` with their entry's
+    /// sequence, and those not acknowledged are delivered again after a resume (set by the
+    /// durable engine from its configuration's output delivery).
+    package var acknowledgedOutputs = false
     /// Services that `render` reaches through ``RenderContext/dependency(_:)`` (a signal center,
     /// a client): things that are not props because they are not values.
     public var dependencies: [ObjectIdentifier: any Sendable] = [:]
@@ -73,7 +77,7 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
         runtime = try WorkflowRuntime(
             workflow: workflow, observers: configuration.observers, programmerErrors: configuration.programmerErrors,
             clock: configuration.clock, dependencies: configuration.dependencies, bufferOutputs: configuration.bufferOutputs,
-            journal: journal, restorer: restorer,
+            acknowledgedOutputs: configuration.acknowledgedOutputs, journal: journal, restorer: restorer,
             initialSequence: initialSequence, replay: replay)
     }
 
@@ -127,7 +131,24 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
     }
 
     /// The root's outputs, in order, from the first render pass on. One consumer: iterate it once.
+    /// (A durable host whose configuration delivers outputs until acknowledged delivers them on
+    /// ``acknowledgeableOutputs`` instead.)
     public var outputs: AsyncStream<W.Output> { runtime.outputs }
+
+    /// The root's outputs with the sequence of the log entry whose action emitted each, for a
+    /// durable host whose configuration delivers them until acknowledged
+    /// (`DurableConfiguration.outputDelivery = .untilAcknowledged`): a resumed host delivers
+    /// first, again, every output its consumer had not acknowledged, then the new ones. One
+    /// consumer: iterate it once; acknowledge with ``acknowledgeOutputs(through:)``.
+    public var acknowledgeableOutputs: AsyncStream<RootOutput<W.Output>> { runtime.acknowledgeableOutputs }
+
+    /// Records that the outputs up to `sequence` (a ``RootOutput/sequence``) were handled: an
+    /// entry in the log, committed as the mode commits entries, after which a resume no longer
+    /// delivers them. Acknowledge after the output's effect is done (at least once: an output
+    /// handled but not yet acknowledged at a crash is delivered again).
+    public func acknowledgeOutputs(through sequence: UInt64) {
+        runtime.enqueue(.acknowledge(sequence))
+    }
 
     /// Ends the tree: every node ends, every worker is cancelled and every side effect's lifetime
     /// ends; later sends are discarded and reported. Queued work before the stop is applied first.

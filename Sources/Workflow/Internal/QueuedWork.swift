@@ -26,6 +26,8 @@ enum QueueItem: Sendable {
     case observe(UInt64, @Sendable (Any) -> Void)
     /// Stop calling a rendering callback.
     case unobserve(UInt64)
+    /// The consumer acknowledged root outputs up to this sequence (durable hosts).
+    case acknowledge(UInt64)
     /// Commit what is pending (durable hosts); resumes once it is committed and released.
     case flush(Waiter<Void>?)
     /// End the tree; `completion` resumes when every worker and side effect has ended.

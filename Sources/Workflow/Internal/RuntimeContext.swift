@@ -34,6 +34,12 @@ final class RuntimeContext: RuntimeTree {
     @exclusivity(unchecked) var instanceID: String?
     /// Replay applies logged entries: nothing is recorded, no output is kept.
     @exclusivity(unchecked) var isReplaying = false
+    /// The sequence of the entry replay is applying (root outputs are numbered by it).
+    @exclusivity(unchecked) var replayingSequence: UInt64 = 0
+    /// The sequence up to which root outputs are acknowledged (as logged).
+    @exclusivity(unchecked) var acknowledgedThrough: UInt64 = 0
+    /// The sequence of the latest entry that emitted a root output (acknowledged outputs only).
+    @exclusivity(unchecked) var lastOutputSequence: UInt64 = 0
     /// States recorded by a snapshot, for the nodes a resume creates.
     @exclusivity(unchecked) var restorer: (any StateRestorer)?
     /// Whether applied actions are kept (`setLastApplied`; a durable host's journal reads them).

@@ -42,6 +42,10 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     let publisher = RenderingPublisher<Root.Rendering>()
     let outputs: AsyncStream<Root.Output>
     private let outputContinuation: AsyncStream<Root.Output>.Continuation
+    let acknowledgeableOutputs: AsyncStream<RootOutput<Root.Output>>
+    private let acknowledgeableContinuation: AsyncStream<RootOutput<Root.Output>>.Continuation
+    /// Whether outputs go to `acknowledgeableOutputs`, each with its entry's sequence.
+    private let acknowledgedOutputs: Bool
     private let journal: (any RuntimeJournal)?
 
     // Drainer-only state (see above); exclusivity is not checked dynamically on it.
@@ -51,6 +55,8 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     private let root: WorkflowNode<Root>
     private let pendingRenderings = ValueBuffer<Root.Rendering>()
     private let pendingOutputs = ValueBuffer<Root.Output>()
+    /// The entry sequence of each pending output (only with `acknowledgedOutputs`).
+    @exclusivity(unchecked) private var pendingOutputSequences: [UInt64] = []
     @exclusivity(unchecked) private var pendingCompletions: [CheckedContinuation<SendError?, Never>] = []
     @exclusivity(unchecked) private var pendingFlushes: [CheckedContinuation<Void, Never>] = []
     /// Whether something recorded since the last commit or hand-off is held (the open batch).
@@ -81,11 +87,13 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     init(
         workflow: Root, observers: [any WorkflowObserver], programmerErrors: ProgrammerErrorPolicy,
         clock: any WorkflowClock = SystemClock(), dependencies: [ObjectIdentifier: any Sendable] = [:],
-        bufferOutputs: Bool = true, journal: (any RuntimeJournal)? = nil,
+        bufferOutputs: Bool = true, acknowledgedOutputs: Bool = false, journal: (any RuntimeJournal)? = nil,
         restorer: (any StateRestorer)? = nil, initialSequence: UInt64? = nil,
         replay: ((any ReplayDriver) throws -> Void)? = nil, inspect: ((any RuntimeTree) -> Void)? = nil
     ) throws {
         (outputs, outputContinuation) = AsyncStream.makeStream(of: Root.Output.self)
+        (acknowledgeableOutputs, acknowledgeableContinuation) = AsyncStream.makeStream(of: RootOutput<Root.Output>.self)
+        self.acknowledgedOutputs = acknowledgedOutputs && journal != nil
         self.journal = journal
         let context = RuntimeContext(observers: observers, programmerErrors: programmerErrors, clock: clock)
         context.dependencies = dependencies
@@ -105,7 +113,19 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         inbox.withLock { $0.draining = true }
         let me = currentThread()
         drainerThread.store(me, ordering: .relaxed)
-        if let isFinal = Self.finalOutputCheck() {
+        if self.acknowledgedOutputs {
+            // Every output is kept with its entry's sequence, in replay too: those the consumer
+            // had not acknowledged are delivered again after it.
+            let isFinal = Self.finalOutputCheck()
+            root.outputHandler = { [unowned(unsafe) self] output in
+                if let isFinal, !self.finished, isFinal(self.root.workflow, output) { self.reachedFinal(output) }
+                let context = self.context
+                let sequence = context.isReplaying ? context.replayingSequence : context.currentSequence + 1
+                context.lastOutputSequence = sequence
+                self.pendingOutputs.append(output)
+                self.pendingOutputSequences.append(sequence)
+            }
+        } else if let isFinal = Self.finalOutputCheck() {
             // Owner: the runtime holds the root, which holds this handler.
             root.outputHandler = { [unowned(unsafe) self] output in
                 if !self.finished, isFinal(self.root.workflow, output) { self.reachedFinal(output) }
@@ -129,6 +149,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
                 throw error
             }
             context.isReplaying = false
+            if self.acknowledgedOutputs { dropAcknowledgedOutputs() }
         }
         if let inspect {
             // Inspection only: nothing is released, no worker or side effect ever starts.
@@ -261,6 +282,8 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             }
         case .journalFailed(let error):
             if !stopped { fail(error) }
+        case .acknowledge(let sequence):
+            acknowledge(through: sequence)
         case .stop(let waiter):
             if !stopped {
                 if uncommitted || !sealed.isEmpty { commitPendingAndRelease(.wait) }
@@ -344,6 +367,34 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             }
         }
         renderPassAndRelease()
+    }
+
+    /// Logs the consumer's acknowledgement of root outputs (durable hosts), committed as the
+    /// mode commits entries; no action is applied and no render pass runs.
+    @inline(never)
+    private func acknowledge(through sequence: UInt64) {
+        guard !stopped, let journal, sequence > context.acknowledgedThrough else { return }
+        do {
+            try journal.record(acknowledgement: sequence, time: context.clock.now())
+            context.currentSequence = journal.currentSequence
+            context.acknowledgedThrough = sequence
+            follow(try journal.renderPassDidFinish(tree: context, listener: self, awaited: false))
+        } catch {
+            fail(error)
+        }
+    }
+
+    /// After replay: forgets the outputs of entries the consumer had acknowledged.
+    private func dropAcknowledgedOutputs() {
+        let acknowledged = context.acknowledgedThrough
+        var kept: [(UInt64, Root.Output)] = []
+        var index = 0
+        pendingOutputs.drain { output in
+            if pendingOutputSequences[index] > acknowledged { kept.append((pendingOutputSequences[index], output)) }
+            index += 1
+        }
+        pendingOutputSequences = kept.map(\.0)
+        for (_, output) in kept { pendingOutputs.append(output) }
     }
 
     @inline(never)
@@ -576,13 +627,28 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     /// Out of line so that the output stream's metadata is looked up only when there are outputs.
     @inline(never)
     private func deliverOutputs() {
+        if acknowledgedOutputs { return deliverAcknowledgeable(count: pendingOutputs.count) }
         pendingOutputs.drain { outputContinuation.yield($0) }
     }
 
     @inline(never)
     private func deliverOutputs(prefix: Int) {
-        pendingOutputs.drain(prefix: prefix) { outputContinuation.yield($0) }
+        if acknowledgedOutputs {
+            deliverAcknowledgeable(count: prefix)
+        } else {
+            pendingOutputs.drain(prefix: prefix) { outputContinuation.yield($0) }
+        }
         sealedOutputs -= prefix
+    }
+
+    /// Delivers the oldest `count` pending outputs with their sequences.
+    private func deliverAcknowledgeable(count: Int) {
+        var index = 0
+        pendingOutputs.drain(prefix: count) { output in
+            acknowledgeableContinuation.yield(RootOutput(sequence: pendingOutputSequences[index], value: output))
+            index += 1
+        }
+        pendingOutputSequences.removeFirst(count)
     }
 
     /// Stops the host after a journal failure: nothing uncommitted leaves the runtime.
@@ -609,6 +675,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         sealedOutputs = 0
         pendingRenderings.removeAll()
         pendingOutputs.removeAll()
+        pendingOutputSequences.removeAll()
         context.effects.workersToStart.removeAll()
         context.effects.sideEffectsToStart.removeAll()
         root.tearDown()
@@ -646,6 +713,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         callbacks.removeAll()
         publisher.finish()
         outputContinuation.finish()
+        acknowledgeableContinuation.finish()
     }
 
     @inline(__always)
@@ -687,11 +755,17 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             }
             let node = unsafeDowncast(found as AnyObject, to: WorkflowNode<Action.WorkflowType>.self)
             context.currentTime = time
+            context.replayingSequence = sequence
             runtime.setPhase(.applying)
             node.apply(action, origin: origin)
             context.discardLastApplied()
             context.currentSequence = sequence
             runtime.renderPass()
+        }
+
+        func acknowledged(through: UInt64, sequence: UInt64) {
+            context.acknowledgedThrough = max(context.acknowledgedThrough, through)
+            context.currentSequence = sequence
         }
 
         func updateRoot(props: any Sendable, time: WallTime, sequence: UInt64) throws(ReplayMismatch) {
