@@ -94,6 +94,15 @@ let package = Package(
 
         // Examples: the workflows the demos, the showcase and the shipped wfctl use.
         .target(name: "WorkflowExamples", dependencies: ["Workflow", "DurableWorkflow", "WorkflowLMDB", "WorkflowSignals"]),
+        .executableTarget(
+            name: "order-service",
+            dependencies: [
+                "DurableWorkflow", "WorkflowLMDB", "Workflow", "WorkflowSignals", "WorkflowExamples", "WorkflowService", "WorkflowLocks",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Examples/OrderService"
+        ),
         .executableTarget(name: "counter-demo", dependencies: ["DurableWorkflow", "WorkflowLMDB", "Workflow", "WorkflowExamples"], path: "Examples/CounterDemo"),
         .executableTarget(name: "signal-demo", dependencies: ["WorkflowSignals", "WorkflowLMDB", "LMDB"], path: "Examples/SignalDemo"),
         .executableTarget(
@@ -137,6 +146,7 @@ let package = Package(
             name: "WorkflowServiceTests",
             dependencies: [
                 "WorkflowService", "DurableWorkflow", "Workflow", "WorkflowLMDB", "TestSupport", "TestWorkflows", "wf-test-child",
+                "order-service", "WorkflowExamples", "WorkflowSignals",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]

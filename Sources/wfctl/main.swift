@@ -10,4 +10,9 @@ types.register(Counter.self, configuration: DurableConfiguration(actions: Counte
 types.register(UploadJob.self) { store in
     UploadJob.configuration(center: try SignalCenter.open(store: store, processIdentity: "wfctl"))
 }
+types.register(Order.self) { store in
+    var configuration = DurableConfiguration(actions: Order.actions)
+    configuration.host.provide(try SignalCenter.open(store: store, processIdentity: "wfctl"))
+    return configuration
+}
 WorkflowTool.main(types: types)
