@@ -51,19 +51,19 @@ func runService(store path: String) -> Never {
         var hosts: [String: WorkflowHost<UploadJob>] = [:]
         var reported: [String: UploadJob.State] = [:]
         for (job, files) in jobs.sorted(by: { $0.key < $1.key }) {
-            if let instance = try store.instance(id: job) {
-                if instance.status == .completed { continue }
-                let host = try store.resume(id: job, as: UploadJob.self, configuration: configuration)
-                hosts[job] = host
+            let existing = try store.instance(id: job)
+            if existing?.status == .completed { continue }
+            // Started with its first action in one commit, or resumed by replay.
+            let host = try store.startOrResume(
+                UploadJob(job: job, files: files, confirmation: signal(for: job), holdSeconds: holdSeconds), id: job,
+                with: UploadJob.Begin(), configuration: configuration)
+            hosts[job] = host
+            if let existing {
                 reported[job] = host.rendering.state
                 let done = host.rendering.state.uploaded
-                say("\(job): resumed by replaying \(instance.lastSequence) log entries"
+                say("\(job): resumed by replaying \(existing.lastSequence) log entries"
                     + (done.isEmpty ? "" : " (already uploaded: \(done.joined(separator: ", ")))"))
             } else {
-                let host = try store.start(UploadJob(job: job, files: files, confirmation: signal(for: job), holdSeconds: holdSeconds),
-                                           id: job, configuration: configuration)
-                host.rendering.begin.send(UploadJob.Begin())
-                hosts[job] = host
                 say("\(job): started, \(files.count) file(s) to upload, finishing no earlier than \(holdSeconds) s from now")
             }
         }
@@ -79,7 +79,7 @@ func runService(store path: String) -> Never {
                 if let by = state.confirmedBy, previous.confirmedBy == nil { say("\(job): signal received: \"\(by)\"") }
                 if state.holdReleasedAt != nil, previous.holdReleasedAt == nil { say("\(job): hold timer fired") }
                 if state.finished, !previous.finished {
-                    try store.complete(id: job)
+                    // Completed by the commit of the action that finished it: nothing to mark.
                     say("\(job): finished")
                 }
                 reported[job] = state

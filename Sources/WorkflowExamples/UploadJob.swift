@@ -5,8 +5,9 @@ import WorkflowSignals
 
 /// The showcase's workflow: upload some files (one child workflow each, each running a worker),
 /// then wait for an "upload finished" confirmation signal from another process, and finish no
-/// earlier than a hold deadline set when the job began (a durable timer).
-public struct UploadJob: Workflow, Codable, Sendable {
+/// earlier than a hold deadline set when the job began (a durable timer). It finishes by its own
+/// decision: the action that completes it emits the job's summary, its final output.
+public struct UploadJob: FinishingWorkflow, Codable, Sendable {
     /// The job's name.
     public let job: String
     /// The files to upload, and how long each upload takes (milliseconds).
@@ -35,12 +36,20 @@ public struct UploadJob: Workflow, Codable, Sendable {
         public init() {}
     }
 
-    /// Starts the job: records when, and sets the hold deadline from the logged time.
+    /// What a finished job reports.
+    public struct Summary: Equatable, Sendable {
+        public let uploaded: [String]
+        public let confirmedBy: String
+    }
+
+    public typealias Output = Summary
+
+    /// Starts the job (its first action): records when, and sets the hold deadline from the logged time.
     public struct Begin: DurableAction {
         public typealias WorkflowType = UploadJob
         public static let tag = "showcase.begin"
         public init() {}
-        public func apply(toState state: inout State, context: ApplyContext<UploadJob>) -> Never? {
+        public func apply(toState state: inout State, context: ApplyContext<UploadJob>) -> Summary? {
             guard state.began == nil else { return nil }
             state.began = context.now
             state.holdUntil = context.now + .seconds(context.props.holdSeconds)
@@ -52,7 +61,7 @@ public struct UploadJob: Workflow, Codable, Sendable {
     struct FileUploaded: WorkflowAction {
         typealias WorkflowType = UploadJob
         let file: String
-        func apply(toState state: inout State) -> Never? {
+        func apply(toState state: inout State) -> Summary? {
             if !state.uploaded.contains(file) { state.uploaded.append(file) }
             state.uploaded.sort()
             return nil
@@ -64,11 +73,10 @@ public struct UploadJob: Workflow, Codable, Sendable {
         public typealias WorkflowType = UploadJob
         public static let tag = "showcase.confirmed"
         public let by: String
-        public func apply(toState state: inout State, context: ApplyContext<UploadJob>) -> Never? {
+        public func apply(toState state: inout State, context: ApplyContext<UploadJob>) -> Summary? {
             state.confirmedBy = by
             state.confirmations += 1
-            state.finished = state.isComplete(props: context.props)
-            return nil
+            return state.finishIfComplete(props: context.props)
         }
     }
 
@@ -76,10 +84,9 @@ public struct UploadJob: Workflow, Codable, Sendable {
     public struct HoldReleased: DurableAction {
         public typealias WorkflowType = UploadJob
         public static let tag = "showcase.hold-released"
-        public func apply(toState state: inout State, context: ApplyContext<UploadJob>) -> Never? {
+        public func apply(toState state: inout State, context: ApplyContext<UploadJob>) -> Summary? {
             state.holdReleasedAt = context.now
-            state.finished = state.isComplete(props: context.props)
-            return nil
+            return state.finishIfComplete(props: context.props)
         }
     }
 
@@ -114,8 +121,12 @@ public struct UploadJob: Workflow, Codable, Sendable {
 }
 
 extension UploadJob.State {
-    func isComplete(props: UploadJob) -> Bool {
-        uploaded.count == props.files.count && confirmedBy != nil && holdReleasedAt != nil
+    /// Marks the job finished once every file is uploaded, the confirmation came and the hold
+    /// released; returns its summary then (the final output), `nil` before.
+    mutating func finishIfComplete(props: UploadJob) -> UploadJob.Summary? {
+        guard !finished, uploaded.count == props.files.count, let confirmedBy, holdReleasedAt != nil else { return nil }
+        finished = true
+        return UploadJob.Summary(uploaded: uploaded, confirmedBy: confirmedBy)
     }
 }
 
