@@ -15,7 +15,7 @@ import WorkflowStorage
 /// nothing waits. No round waits for more work to arrive: a lone client is committed at once.
 ///
 /// As many rounds may be in flight at once as the backend takes commits at once
-/// (``StorageBackend/concurrentCommits``: one for LMDB, whose writes are serial; several for a
+/// (`StorageBackend.concurrentCommits`: one for LMDB, whose writes are serial; several for a
 /// database server, where a commit is a round trip), the second and later only while at least
 /// ``extraRoundMinimum`` writers wait for one. A writer is in at most one round at a time,
 /// so one instance's batches go in the order they were handed in; a writer whose round is in

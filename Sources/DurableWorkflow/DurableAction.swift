@@ -1,7 +1,7 @@
 import Workflow
 import WorkflowStorage
 
-/// An action that can be written to the log and read back: a `Codable` ``WorkflowAction`` with a
+/// An action that can be written to the log and read back: a `Codable` `WorkflowAction` with a
 /// stable type tag and a version.
 ///
 /// The tag names the action in the log forever: keep it when you rename or move the type. Bump

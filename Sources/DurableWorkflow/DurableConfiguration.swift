@@ -27,12 +27,12 @@ public struct DurableConfiguration: Sendable {
     /// Whether root outputs are delivered again after a restart until their consumer says it
     /// handled them.
     public enum OutputDelivery: Sendable, Hashable {
-        /// Each output is delivered once, live, on ``WorkflowHost/outputs``; those a crash kept
+        /// Each output is delivered once, live, on `WorkflowHost.outputs`; those a crash kept
         /// from being handled are not delivered again (a finishing workflow's final output still
-        /// is: ``WorkflowHost/completion``).
+        /// is: `WorkflowHost.completion`).
         case atMostOnce
-        /// Outputs go to ``WorkflowHost/acknowledgeableOutputs`` with their entry's sequence; the
-        /// consumer acknowledges with ``WorkflowHost/acknowledgeOutputs(through:)`` (an entry in
+        /// Outputs go to `WorkflowHost.acknowledgeableOutputs` with their entry's sequence; the
+        /// consumer acknowledges with `WorkflowHost.acknowledgeOutputs(through:)` (an entry in
         /// the log), and a resumed host delivers every output not acknowledged again, first. A
         /// resume then starts from a snapshot taken when every output before it was acknowledged
         /// (or from the first entry).

@@ -6,7 +6,7 @@ import Workflow
 public struct LogEntry: Sendable, Hashable {
     /// Dense, per instance, starting at 1.
     public let sequence: UInt64
-    /// When it was applied (actions see this time as ``ApplyContext/now``, also in replay).
+    /// When it was applied (actions see this time as `ApplyContext.now`, also in replay).
     public let time: WallTime
     /// Where it came from.
     public let origin: ActionOrigin
@@ -27,7 +27,7 @@ public struct LogEntry: Sendable, Hashable {
     /// Whether this entry carries root props rather than an action.
     public var isProps: Bool { actionTag == Self.propsTag }
     /// The tag of an acknowledgement of root outputs (its payload: the sequence acknowledged up
-    /// to, 8 bytes little-endian; origin ``ActionOrigin/acknowledgement``).
+    /// to, 8 bytes little-endian; origin `ActionOrigin.acknowledgement`).
     public static let acknowledgementTag = "$ack"
     /// Whether this entry acknowledges root outputs instead of logging an action.
     public var isAcknowledgement: Bool { actionTag == Self.acknowledgementTag }

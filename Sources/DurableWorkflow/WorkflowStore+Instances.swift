@@ -43,9 +43,9 @@ extension WorkflowStore {
     ///
     /// Throws ``DurableError`` naming the instance and sequence for an unknown action tag, an
     /// undecodable payload, a corrupt entry or a digest mismatch; the log is left untouched.
-    /// A ``InstanceStatus/failed`` instance that replays is marked running again; a completed
-    /// one (see ``FinishingWorkflow``) finishes again: its host settles
-    /// ``WorkflowHost/completion`` with the same output and stops.
+    /// A `InstanceStatus.failed` instance that replays is marked running again; a completed
+    /// one (see `FinishingWorkflow`) finishes again: its host settles
+    /// `WorkflowHost.completion` with the same output and stops.
     public func resume<W: DurableWorkflow>(
         id: String, as type: W.Type, configuration: DurableConfiguration = DurableConfiguration()
     ) throws -> WorkflowHost<W> where W.Rendering: Sendable, W.Output: Sendable {
@@ -132,7 +132,7 @@ extension WorkflowStore {
         try setStatus(.completed, id: id)
     }
 
-    /// Ends instance `id` for good: its status becomes ``InstanceStatus/cancelled``, no resume
+    /// Ends instance `id` for good: its status becomes `InstanceStatus.cancelled`, no resume
     /// runs it again, and its log is kept until deleted. Stop its host first.
     public func cancel(id: String) throws {
         guard let record = try record(id: id) else { throw notFound(id) }
@@ -143,7 +143,7 @@ extension WorkflowStore {
         try setStatus(.cancelled, id: id)
     }
 
-    /// Marks a ``InstanceStatus/failed`` instance running again, so that the next
+    /// Marks a `InstanceStatus.failed` instance running again, so that the next
     /// ``resumeAll(_:configuration:)`` resumes it (after its cause was fixed: a decoder
     /// registered, a snapshot removed). ``resume(id:as:configuration:)`` does this itself.
     public func markRunning(id: String) throws {

@@ -8,7 +8,7 @@ extension WorkflowStore {
     /// initial state for an action nobody will send again). The host then runs like a resumed
     /// one: the action was applied by replay, so its workers and side effects start and its
     /// rendering is published, but a root output it emitted is not delivered on
-    /// ``WorkflowHost/outputs`` (a final one still settles ``WorkflowHost/completion``).
+    /// `WorkflowHost.outputs` (a final one still settles `WorkflowHost.completion`).
     ///
     /// Throws ``DurableError/Kind/actionNotRegistered`` (nothing is written) when the
     /// configuration's registry cannot decode `A`, and ``DurableError/Kind/instanceExists`` when
@@ -88,7 +88,7 @@ extension WorkflowStore {
 
     /// Resumes every `running` instance whose root is `W`, each on its own: one that cannot be
     /// resumed never stops the others. An instance whose log cannot be replayed (an unknown or
-    /// undecodable action, a corrupt entry, a divergent replay) is marked ``InstanceStatus/failed``
+    /// undecodable action, a corrupt entry, a divergent replay) is marked `InstanceStatus.failed`
     /// and listed as such; fix the cause and ``resume(id:as:configuration:)`` it, which marks it
     /// running again. An instance another live host holds, or that a storage error kept from
     /// resuming, keeps its status. Results are in order of instance id.

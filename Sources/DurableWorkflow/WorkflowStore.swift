@@ -10,7 +10,7 @@ public typealias StoreStatistics = WorkflowStorage.StorageStatistics
 /// One finding of ``WorkflowStore/check(progress:)``.
 public typealias StoreDamage = WorkflowStorage.StoreDamage
 
-/// Many workflow instances, each with its own log (rule D6), kept by a ``StorageBackend``: LMDB
+/// Many workflow instances, each with its own log (rule D6), kept by a `StorageBackend`: LMDB
 /// (`WorkflowStore.open(path:)` from `WorkflowLMDB`, the embedded default) or memory
 /// (``inMemory(name:)``, for tests: not durable).
 ///

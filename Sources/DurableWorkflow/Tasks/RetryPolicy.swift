@@ -1,6 +1,6 @@
 import Workflow
 
-/// How a task (``RenderContext/runTask(key:retry:operation:onResult:)``) retries a failing
+/// How a task (`RenderContext.runTask(key:retry:operation:onResult:)`) retries a failing
 /// operation: how often, how long it waits between attempts, how long an attempt may take, and
 /// which errors are final.
 public struct RetryPolicy: Sendable {

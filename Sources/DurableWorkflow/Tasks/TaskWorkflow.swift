@@ -1,6 +1,6 @@
 import Workflow
 
-/// The child workflow behind ``RenderContext/runTask(key:retry:operation:onResult:)``: runs an
+/// The child workflow behind `RenderContext.runTask(key:retry:operation:onResult:)`: runs an
 /// async operation that may fail, retrying it as its ``RetryPolicy`` says. Each failed attempt
 /// (with the time its retry is due) and the final outcome are actions of this workflow, so a
 /// durable host logs them: after a restart, replay restores the attempts made and the wait, and
