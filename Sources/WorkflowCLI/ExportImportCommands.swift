@@ -41,7 +41,10 @@ struct Export: ParsableCommand {
             guard let instance = try store.instance(id: id) else { throw ToolError.usage("no instance \"\(id)\" in \(store.path)") }
             return [instance]
         } ?? store.instances()
+        var progress = Progress("exported instances:", total: instances.count)
+        defer { progress.finish() }
         for instance in instances {
+            defer { progress.advance() }
             emit(try json(ExportLine(kind: "instance", instance: instance.id, workflowType: instance.workflowType,
                                      status: instance.status, created: instance.created.nanosecondsSinceEpoch), pretty: false))
             for entry in try store.entries(of: instance.id) {
@@ -69,8 +72,10 @@ struct Import: ParsableCommand {
         var order: [String] = []
         var entries: [String: [LogEntry]] = [:]
         var lineNumber = 0
+        var reading = Progress("read lines:", total: nil)
         while let line = readLine(strippingNewline: true) {
             lineNumber += 1
+            reading.advance()
             guard !line.isEmpty else { continue }
             guard let item = try? JSONDecoder().decode(ExportLine.self, from: Data(line.utf8)) else {
                 throw ToolError.usage("line \(lineNumber) of the input is not an export line")
@@ -87,7 +92,11 @@ struct Import: ParsableCommand {
                 throw ToolError.usage("line \(lineNumber) is an entry with missing fields")
             }
         }
+        reading.finish()
+        var progress = Progress("imported instances:", total: order.count)
+        defer { progress.finish() }
         for id in order {
+            defer { progress.advance() }
             guard let header = headers[id], let type = header.workflowType else { continue }
             try store.importInstance(
                 id: id, workflowType: type, status: header.status ?? .running,

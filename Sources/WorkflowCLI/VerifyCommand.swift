@@ -38,7 +38,10 @@ struct Verify: ParsableCommand {
             ids = try store.instances().map(\.id)
         }
         var rows: [Row] = []
+        var progress = Progress("verified instances:", total: ids.count)
+        defer { progress.finish() }
         for id in ids {
+            defer { progress.advance() }
             guard let instance = try store.instance(id: id) else { continue }
             guard let support = WorkflowTool.types.support(for: instance.workflowType) else {
                 rows.append(Row(instance: id, result: "skipped", entries: instance.lastSequence, snapshot: instance.lastSnapshot,

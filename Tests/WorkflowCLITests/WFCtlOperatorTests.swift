@@ -127,3 +127,23 @@ struct WFCtlOperatorTests {
         #expect((error["message"] as? String)?.contains("no instance \"nobody\"") == true)
     }
 }
+
+@Suite("wfctl progress on long commands")
+struct WFCtlProgressTests {
+    @Test("verify shows its progress on a terminal's stderr (as export and import do), and nothing when stderr is not one")
+    func progress() throws {
+        let dir = TemporaryDirectory("cli-progress")
+        for index in 0..<3 { try makeCounterStore(dir.path, id: "c\(index)", increments: 2, snapshotEvery: nil) }
+        // Not a terminal (a pipe): the output is the table alone.
+        let piped = try wfctl(["verify", dir.path])
+        #expect(!piped.lines.joined().contains("verified instances"))
+        // On a terminal (script(1) gives the command a pseudo-terminal): the progress line, then cleared.
+        let wfctlPath = (ChildProcess.helperPath as NSString).deletingLastPathComponent + "/wfctl"
+        let child = try ChildProcess(["-qec", "\(wfctlPath) verify \(dir.path)", "/dev/null"], executable: "/usr/bin/script",
+                                     mergeStandardError: true)
+        let text = child.readRemainingLines().joined(separator: "\n")
+        #expect(try child.waitForExit() == 0, "\(text)")
+        #expect(text.contains("verified instances: 1 of 3"), "\(text)")
+        #expect(text.contains("c2") && text.contains("ok"))
+    }
+}
