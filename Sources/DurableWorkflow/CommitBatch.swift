@@ -1,3 +1,4 @@
+import Tracing
 import Workflow
 
 /// An entry recorded by the host and not yet committed. An action's payload is encoded when its
@@ -51,6 +52,8 @@ struct CommitBatch: Sendable {
     var attachments: [any CommitAttachment] = []
     /// The batch's last entry finished the instance: its commit completes it.
     var finishes = false
+    /// The spans of the batch's actions (with a tracer), ended when the batch is committed.
+    var spans: [any Span] = []
     /// The last target's path storage and action encoding, for the common case of `targetIndex`.
     private var lastSegments: UInt?
     private var lastEncoding: ObjectIdentifier?
@@ -100,8 +103,25 @@ struct CommitBatch: Sendable {
     }
 
     /// The attached writes will never be made.
-    func abandon() {
+    func abandonAttachments() {
         for attachment in attachments { attachment.didAbandon() }
+    }
+
+    /// Nothing of the batch will be written: its attachments and spans are told.
+    func abandon() {
+        abandonAttachments()
+        for span in spans {
+            span.setStatus(SpanStatus(code: .error, message: "not committed: the host stopped"))
+            span.end()
+        }
+    }
+
+    /// The batch is committed (`failure`: or not, for that reason): its actions' spans end.
+    func endSpans(failure: (any Error)?) {
+        for span in spans {
+            if let failure { span.recordError(failure) }
+            span.end()
+        }
     }
 
     private mutating func targetIndex(path: NodePath, tag: String, version: Int, encoding: (any ValueEncoding.Type)?) -> Int {

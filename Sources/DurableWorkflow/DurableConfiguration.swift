@@ -1,4 +1,5 @@
 import Logging
+import Tracing
 import Workflow
 import WorkflowStorage
 
@@ -75,6 +76,11 @@ public struct DurableConfiguration: Sendable {
     public var observers: [any DurableObserver] = []
     /// Whether root outputs are delivered again after a restart until acknowledged (default: at most once).
     public var outputDelivery = OutputDelivery.atMostOnce
+    /// Where the engine's spans go (swift-distributed-tracing): `workflow.action` from an
+    /// action's apply to its commit, `workflow.replay` for a resume, `workflow.task.attempt` for
+    /// each attempt of a task. By default the tracer bootstrapped in `InstrumentationSystem`; with
+    /// none bootstrapped, no span is made at all.
+    public var tracer: (any Tracer)?
     /// Where the engine logs what concerns the instance's life: starts and resumes (debug),
     /// replays (debug, with entries and duration), takeovers of a dead process's claim (info),
     /// an instance that stops on a failure or is marked failed (error), a finished instance
@@ -101,7 +107,15 @@ extension DurableConfiguration {
     var hostConfiguration: HostConfiguration {
         var host = self.host
         host.acknowledgedOutputs = outputDelivery == .untilAcknowledged
+        if let tracer = activeTracer { host.provide(EngineTracer(tracer: tracer)) }
         return host
+    }
+
+    /// The tracer spans go to: the configured one, else the bootstrapped one unless it is the no-op tracer.
+    var activeTracer: (any Tracer)? {
+        if let tracer { return tracer }
+        let global = InstrumentationSystem.tracer
+        return global is NoOpTracer ? nil : global
     }
 
     /// This configuration with the codec `record`'s instance was written with.

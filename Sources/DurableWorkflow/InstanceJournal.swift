@@ -1,3 +1,4 @@
+import Tracing
 import Workflow
 import WorkflowStorage
 
@@ -20,6 +21,8 @@ final class InstanceJournal: RuntimeJournal {
     /// Each action type's encoder, found once.
     private let encoders: EncoderCache
     private let digests: StateDigests
+    /// Where the actions' spans go (`nil`: no spans).
+    private let tracer: (any Tracer)?
 
     /// A journal for an instance whose `record` already carries this host's `owner` claim.
     init(store: WorkflowStore, instanceID: String, record: StoredInstance, configuration: DurableConfiguration) {
@@ -30,6 +33,7 @@ final class InstanceJournal: RuntimeJournal {
         self.writer = LogWriter(store: store, instanceID: instanceID, record: record, configuration: configuration)
         self.digests = StateDigests(codec: configuration.codec, store: store.path, instance: instanceID)
         self.encoders = EncoderCache(codec: configuration.codec)
+        self.tracer = configuration.activeTracer
     }
 
     func admit(_ type: any WorkflowAction.Type) -> (any Error)? {
@@ -61,6 +65,19 @@ final class InstanceJournal: RuntimeJournal {
         }
         currentSequence += 1
         pending.append(action, encoder: encoder, at: path, sequence: currentSequence, origin: origin, time: time)
+        if let tracer { pending.spans.append(actionSpan(tracer, tag: encoder.tag, path: path, origin: origin)) }
+    }
+
+    /// A span from an action's apply to its commit.
+    @inline(never)
+    private func actionSpan(_ tracer: any Tracer, tag: String, path: NodePath, origin: ActionOrigin) -> any Span {
+        let span = tracer.startSpan("workflow.action", ofKind: .internal)
+        span.attributes["workflow.instance"] = instanceID
+        span.attributes["workflow.action"] = tag
+        span.attributes["workflow.node"] = path.description
+        span.attributes["workflow.origin"] = origin.rawValue
+        span.attributes["workflow.sequence"] = Int(currentSequence)
+        return span
     }
 
     func finish() {

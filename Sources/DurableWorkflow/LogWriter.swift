@@ -185,17 +185,21 @@ final class LogWriter: Sendable {
             ])
         }
         var wakeHost = false, wakeWaiter = false
-        let abandoned = handedOff.withLock { state -> [CommitBatch] in
+        let abandoned = handedOff.withLock { state -> (own: Bool, waiting: [CommitBatch]) in
             state.inFlight = false
             wakeWaiter = state.settleWaits
             state.settleWaits = false
-            guard let failure = participant.failure, state.failure == nil else { return [] }
+            guard let failure = participant.failure, state.failure == nil else { return (false, []) }
             state.failure = failure
             wakeHost = state.hostWaits
             state.hostWaits = false
-            return participant.batches + state.takeWaiting()
+            return (true, state.takeWaiting())
         }
-        for batch in abandoned { batch.abandon() }
+        for batch in participant.batches {
+            if abandoned.own { batch.abandonAttachments() }
+            batch.endSpans(failure: participant.failure)
+        }
+        for batch in abandoned.waiting { batch.abandon() }
         if wakeHost { room.signal() }
         if wakeWaiter { settled.signal() }
         if let failure = participant.failure {

@@ -1,4 +1,5 @@
 import Logging
+import Tracing
 import Workflow
 import WorkflowStorage
 
@@ -59,6 +60,7 @@ extension WorkflowStore {
         let journal = InstanceJournal(store: self, instanceID: id, record: claimed, configuration: configuration)
         // A failed replay stops the host, which releases the claim (hostDidStop).
         let started = ContinuousClock.now
+        let span = configuration.activeTracer.map { Self.replaySpan($0, id: id, type: W.self, plan: plan) }
         let host: WorkflowHost<W>
         do {
             host = try WorkflowHost(
@@ -66,8 +68,11 @@ extension WorkflowStore {
                 initialSequence: plan.baseSequence, replay: { driver in try self.replay(plan, driver: driver) })
         } catch {
             configuration.logger.debug("an instance could not be replayed", metadata: ["instance": "\(id)", "error": "\(error)"])
+            span?.recordError(error)
+            span?.end()
             throw error
         }
+        span?.end()
         let duration = ContinuousClock.now - started, entries = claimed.lastSequence - plan.baseSequence
         metrics.replayed(entries: entries, duration: duration)
         configuration.logger.debug("resumed an instance", metadata: [
@@ -76,6 +81,16 @@ extension WorkflowStore {
         // An instance `resumeAll` marked failed runs again once it replays.
         if claimed.status == .failed { try setStatus(.running, id: id) }
         return host
+    }
+
+    /// A span for the replay of a resume.
+    private static func replaySpan<W>(_ tracer: any Tracer, id: String, type: W.Type, plan: ReplayPlan<W>) -> any Span {
+        let span = tracer.startSpan("workflow.replay", ofKind: .internal)
+        span.attributes["workflow.instance"] = id
+        span.attributes["workflow.type"] = String(reflecting: W.self)
+        span.attributes["workflow.replay.from"] = Int(plan.baseSequence)
+        span.attributes["workflow.replay.to"] = Int(plan.target)
+        return span
     }
 
     /// Claims instance `id` for a new host of this process, unless a live host holds it.

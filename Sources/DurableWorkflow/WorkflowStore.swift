@@ -38,6 +38,11 @@ public final class WorkflowStore: Sendable {
         self.metrics = StoreMetrics(store: backend.location, factory: metricsFactory)
     }
 
+    /// Records that a signal version posted at `posted` was handed to a consumer now.
+    package func recordSignalHandedOver(posted: WallTime) {
+        metrics.signalLatency.record(duration: WallTime.now().duration(since: posted))
+    }
+
     /// Sets the gauge `workflow_instances` of each status to the number of instances that have
     /// it (one listing of the store).
     public func recordInstanceCounts() throws(DurableError) {

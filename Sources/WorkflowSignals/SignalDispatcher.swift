@@ -239,6 +239,7 @@ final class SignalDispatcher: @unchecked Sendable {
             if let retry = attached.retryAfter, retry > .now { return handedOver }
             guard let next = try? signals.nextDelivery(for: consumerID.uuid) else { return handedOver }
             let delivery = SignalDelivery(next.version, consumer: consumerID)
+            center.store.recordSignalHandedOver(posted: delivery.posted)
             let mark = DeliveryMarkRecord(consumer: consumerID.uuid, version: delivery.version,
                                           terminates: delivery.terminatesConsumersAfterDelivery, keepLatest: keepLatest)
             do {

@@ -1,5 +1,6 @@
 import DurableWorkflow
 import Foundation
+import InMemoryTracing
 import Logging
 import MetricsTestKit
 import TestSupport
@@ -8,7 +9,9 @@ import Testing
 import Workflow
 import WorkflowLMDB
 import WorkflowLocks
+import WorkflowSignals
 import WorkflowStorage
+import WorkflowTesting
 
 /// Keeps every message logged through it, with its level and metadata.
 final class CapturedLog: Sendable {
@@ -38,7 +41,7 @@ final class CapturedLog: Sendable {
     }
 }
 
-@Suite("Observability: the engine's logs and metrics")
+@Suite("Observability: the engine's logs, metrics and spans")
 struct ObservabilityTests {
     @Test("commits, replays and instance counts are recorded as swift-metrics of the store")
     func metrics() async throws {
@@ -69,6 +72,57 @@ struct ObservabilityTests {
         #expect(try metrics.expectGauge("workflow_instances", dimensions + [("status", "running")]).lastValue == 1)
         #expect(try metrics.expectGauge("workflow_instances", dimensions + [("status", "completed")]).lastValue == 1)
         #expect(try metrics.expectGauge("workflow_instances", dimensions + [("status", "failed")]).lastValue == 0)
+    }
+
+    @Test("spans: an action from apply to commit, a replay, each attempt of a task (the failed one with its error)")
+    func spans() async throws {
+        let tracer = InMemoryTracer()
+        let clock = ManualClock()
+        let store = WorkflowStore.inMemory()
+        var configuration = DurableConfiguration(actions: Payment.actions)
+        configuration.tracer = tracer
+        configuration.host.provide(Gateway([.fail(.init(code: 3)), .succeed]))
+        configuration.host.clock = clock
+        let host = try store.start(Payment(), id: "p", configuration: configuration)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while host.rendering.progress?.failedAttempts != 1 || clock.sleeperCount != 1 {
+            guard ContinuousClock.now < deadline else { break }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        clock.advance(by: .seconds(1))
+        while host.rendering.state.receipt == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        await host.stopAndWait()
+        let resumed = try store.resume(id: "p", as: Payment.self, configuration: configuration)
+        await resumed.stopAndWait()
+
+        let finished = tracer.finishedSpans
+        let actions = finished.filter { $0.operationName == "workflow.action" }
+        // The task's two events (a failed attempt, then the value); the props entry is no action.
+        #expect(actions.count == 2, "\(finished.map(\.operationName))")
+        #expect(actions.first?.attributes["workflow.instance"]?.toSpanAttribute() == "p")
+        #expect(actions.first?.attributes["workflow.sequence"]?.toSpanAttribute() == 2)
+        let attempts = finished.filter { $0.operationName == "workflow.task.attempt" }
+        #expect(attempts.count == 2)
+        #expect(attempts.first?.errors.count == 1 && attempts.last?.errors.isEmpty == true)
+        #expect(finished.filter { $0.operationName == "workflow.replay" }.count == 1)
+    }
+
+    @Test("a signal's post-to-hand-over latency is recorded as a metric of the store")
+    func signalLatency() throws {
+        let metrics = TestMetrics()
+        let dir = TemporaryDirectory("observability-signals")
+        let store = WorkflowStore(backend: try LMDBStorage.open(path: dir.path), metricsFactory: metrics)
+        let center = try SignalCenter.open(store: store, processIdentity: "test")
+        defer { try? center.stop() }
+        let signal = SignalID()
+        let consumer = try center.register(signal, owner: "test")
+        let received = Lock(0)
+        center.attach(consumer, handler: .atMostOnce { _ in received.withLock { $0 += 1 } })
+        for value in 1...3 { try center.post(signal, value: value, terminatesConsumersAfterDelivery: false) }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while received.withLock({ $0 }) < 3, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.001) }
+        let latencies = try metrics.expectTimer("workflow_signal_latency", [("store", store.path)]).values
+        #expect(latencies.count >= 3 && latencies.allSatisfy { $0 >= 0 })
     }
 
     @Test("the engine logs starts, resumes, takeovers of a dead process's claim, finished instances and instances marked failed")

@@ -14,6 +14,8 @@ import CoreMetrics
 /// - `workflow_replay_duration` (timer) and `workflow_replayed_entries` (counter): resumes.
 /// - `workflow_instances_failed` (counter): instances `resumeAll` marked failed.
 /// - `workflow_instances` (gauge, with dimension `status`): set by ``WorkflowStore/recordInstanceCounts()``.
+/// - `workflow_signal_latency` (timer): from a signal version's post (the poster's clock) to its
+///   hand-over to a consumer in this process.
 struct StoreMetrics: Sendable {
     let commits: Counter
     let commitFailures: Counter
@@ -26,6 +28,7 @@ struct StoreMetrics: Sendable {
     let replayedEntries: Counter
     let instancesFailed: Counter
     let instancesByStatus: [InstanceStatus: Gauge]
+    let signalLatency: CoreMetrics.Timer
 
     init(store: String, factory: (any MetricsFactory)?) {
         let dimensions = [("store", store)]
@@ -45,6 +48,7 @@ struct StoreMetrics: Sendable {
             gauges[status] = Gauge(label: "workflow_instances", dimensions: dimensions + [("status", status.rawValue)], factory: factory)
         }
         instancesByStatus = gauges
+        signalLatency = CoreMetrics.Timer(label: "workflow_signal_latency", dimensions: dimensions, factory: factory)
     }
 
     /// A round wrote `entries` entries (`actions` of them actions) of `instances` instances in `duration`.

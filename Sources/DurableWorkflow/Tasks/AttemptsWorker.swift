@@ -1,3 +1,4 @@
+import Tracing
 import Workflow
 import WorkflowLocks
 
@@ -11,6 +12,8 @@ struct AttemptsWorker<Value: Codable & Sendable>: Worker, DescribedWorker {
     let firstAttempt: Int
     let notBefore: WallTime?
     let clock: any WorkflowClock
+    /// Where each attempt's span goes (`nil`: no spans).
+    let tracer: (any Tracer)?
 
     func run() -> AsyncStream<TaskWorkflow<Value>.Event> {
         let worker = self
@@ -34,7 +37,7 @@ struct AttemptsWorker<Value: Codable & Sendable>: Worker, DescribedWorker {
         do {
             if let notBefore { try await clock.sleep(until: notBefore) }
             while true {
-                let outcome = await attempt(TaskAttempt(number: number, idempotencyKey: idempotencyKey))
+                let outcome = await traced(TaskAttempt(number: number, idempotencyKey: idempotencyKey))
                 try Task.checkCancellation()
                 switch outcome {
                 case .success(let value):
@@ -55,6 +58,18 @@ struct AttemptsWorker<Value: Codable & Sendable>: Worker, DescribedWorker {
         } catch {
             // Cancelled: the task is no longer declared, or its host stopped.
         }
+    }
+
+    /// One attempt, in a span of its own when there is a tracer.
+    private func traced(_ attempt: TaskAttempt) async -> Result<Value, any Error> {
+        guard let tracer else { return await self.attempt(attempt) }
+        let span = tracer.startSpan("workflow.task.attempt", ofKind: .client)
+        span.attributes["workflow.task.attempt"] = attempt.number
+        if let key = attempt.idempotencyKey { span.attributes["workflow.task.idempotency_key"] = key }
+        let outcome = await self.attempt(attempt)
+        if case .failure(let error) = outcome { span.recordError(error) }
+        span.end()
+        return outcome
     }
 
     /// One attempt, ended by the policy's timeout if it has one.

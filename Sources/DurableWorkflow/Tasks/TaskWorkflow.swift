@@ -38,7 +38,7 @@ public struct TaskWorkflow<Value: Codable & Sendable>: Workflow, Sendable {
         if !state.finished {
             let worker = AttemptsWorker(
                 policy: policy, operation: operation, firstAttempt: state.failedAttempts + 1, notBefore: state.retryAt,
-                clock: context.clock)
+                clock: context.clock, tracer: context.dependency(EngineTracer.self)?.tracer)
             context.run(worker, key: "attempts")
         }
         return state
