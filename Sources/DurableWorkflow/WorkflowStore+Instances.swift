@@ -10,29 +10,9 @@ extension WorkflowStore {
         _ workflow: W, id: String, configuration: DurableConfiguration = DurableConfiguration()
     ) throws -> WorkflowHost<W> where W.Rendering: Sendable, W.Output: Sendable {
         try checkID(id)
-        let props = try StateCoding.encode(workflow, codec: configuration.codec, what: "root props", store: path, instance: id)
         let now = configuration.host.clock.now()
-        let entry = LogEntry(
-            sequence: 1, time: now, origin: .props, nodePath: Self.rootPath(of: W.self), actionTag: LogEntry.propsTag,
-            actionVersion: 1, payload: props, digest: nil)
-        var records = LogRecords(firstSequence: 1)
-        records.append(entry.encoded())
-        let started = ContinuousClock.now
-        let created = try storageCall(instance: id) { () throws(StorageFailure) in
-            try backend.create(NewInstance(
-                id: id, workflowType: String(reflecting: W.self), codec: configuration.codec.name, status: .running,
-                created: now.nanosecondsSinceEpoch, claim: .claim(), entries: records))
-        }
-        guard let record = created else {
-            throw DurableError(.instanceExists, store: path, instance: id, detail: "an instance with this id already exists",
-                               recovery: "Resume it, or pick another id")
-        }
-        // The props entry is the instance's first commit: observers hear of it like any other.
-        let duration = ContinuousClock.now - started
-        for observer in configuration.observers {
-            observer.didAppend(entry, instance: id)
-            observer.didCommit(instance: id, batchSize: 1, lastSequence: 1, duration: duration)
-        }
+        let record = try create(id: id, type: W.self, entries: [try propsEntry(workflow, id: id, time: now, configuration: configuration)],
+                                time: now, configuration: configuration)
         configuration.logger.debug("started an instance", metadata: ["instance": "\(id)", "workflow": "\(String(reflecting: W.self))"])
         let journal = InstanceJournal(store: self, instanceID: id, record: record, configuration: configuration)
         return try WorkflowHost(workflow: workflow, configuration: configuration.hostConfiguration, journal: journal, initialSequence: 1)
@@ -91,6 +71,36 @@ extension WorkflowStore {
         span.attributes["workflow.replay.from"] = Int(plan.baseSequence)
         span.attributes["workflow.replay.to"] = Int(plan.target)
         return span
+    }
+
+    /// Entry 1 of a new instance: its root props.
+    func propsEntry<W: DurableWorkflow>(_ workflow: W, id: String, time: WallTime, configuration: DurableConfiguration) throws -> LogEntry {
+        let props = try StateCoding.encode(workflow, codec: configuration.codec, what: "root props", store: path, instance: id)
+        return LogEntry(sequence: 1, time: time, origin: .props, nodePath: Self.rootPath(of: W.self), actionTag: LogEntry.propsTag,
+                        actionVersion: 1, payload: props, digest: nil)
+    }
+
+    /// Creates instance `id` of root type `W` with `entries` (from sequence 1) in one commit,
+    /// claimed by a new host of this process; observers hear of it as of any commit.
+    func create<W>(id: String, type: W.Type, entries: [LogEntry], time: WallTime, configuration: DurableConfiguration) throws -> StoredInstance {
+        var records = LogRecords(firstSequence: 1)
+        for entry in entries { records.append(entry.encoded()) }
+        let started = ContinuousClock.now
+        let created = try storageCall(instance: id) { () throws(StorageFailure) in
+            try backend.create(NewInstance(
+                id: id, workflowType: String(reflecting: W.self), codec: configuration.codec.name, status: .running,
+                created: time.nanosecondsSinceEpoch, claim: .claim(), entries: records))
+        }
+        guard let record = created else {
+            throw DurableError(.instanceExists, store: path, instance: id, detail: "an instance with this id already exists",
+                               recovery: "Resume it (startOrResume does either), or pick another id")
+        }
+        let duration = ContinuousClock.now - started
+        for observer in configuration.observers {
+            for entry in entries { observer.didAppend(entry, instance: id) }
+            observer.didCommit(instance: id, batchSize: entries.count, lastSequence: UInt64(entries.count), duration: duration)
+        }
+        return record
     }
 
     /// Claims instance `id` for a new host of this process, unless a live host holds it.

@@ -18,34 +18,13 @@ extension WorkflowStore {
     ) throws -> WorkflowHost<W> where A.WorkflowType == W, W.Rendering: Sendable, W.Output: Sendable {
         try checkID(id)
         if let refusal = configuration.refusal(of: A.self, store: path, instance: id) { throw refusal }
-        let codec = configuration.codec
-        let props = try StateCoding.encode(workflow, codec: codec, what: "root props", store: path, instance: id)
         let now = configuration.host.clock.now()
         let rootPath = Self.rootPath(of: W.self)
-        let firstEntry = try Self.firstActionEntry(
-            firstAction, of: workflow, at: rootPath, time: now, configuration: configuration, store: path, instance: id)
         let entries = [
-            LogEntry(sequence: 1, time: now, origin: .props, nodePath: rootPath, actionTag: LogEntry.propsTag, actionVersion: 1,
-                     payload: props, digest: nil),
-            firstEntry,
+            try propsEntry(workflow, id: id, time: now, configuration: configuration),
+            try Self.firstActionEntry(firstAction, of: workflow, at: rootPath, time: now, configuration: configuration, store: path, instance: id),
         ]
-        var records = LogRecords(firstSequence: 1)
-        for entry in entries { records.append(entry.encoded()) }
-        let started = ContinuousClock.now
-        let created = try storageCall(instance: id) { () throws(StorageFailure) in
-            try backend.create(NewInstance(
-                id: id, workflowType: String(reflecting: W.self), codec: codec.name, status: .running,
-                created: now.nanosecondsSinceEpoch, claim: .claim(), entries: records))
-        }
-        guard let record = created else {
-            throw DurableError(.instanceExists, store: path, instance: id, detail: "an instance with this id already exists",
-                               recovery: "Resume it (startOrResume does either), or pick another id")
-        }
-        let duration = ContinuousClock.now - started
-        for observer in configuration.observers {
-            for entry in entries { observer.didAppend(entry, instance: id) }
-            observer.didCommit(instance: id, batchSize: 2, lastSequence: 2, duration: duration)
-        }
+        let record = try create(id: id, type: W.self, entries: entries, time: now, configuration: configuration)
         configuration.logger.debug("started an instance with its first action", metadata: [
             "instance": "\(id)", "workflow": "\(String(reflecting: W.self))", "action": "\(A.tag)",
         ])
