@@ -151,6 +151,7 @@ let package = Package(
             dependencies: [
                 "WorkflowService", "DurableWorkflow", "Workflow", "WorkflowLMDB", "TestSupport", "TestWorkflows", "wf-test-child",
                 "order-service", "WorkflowExamples", "WorkflowSignals",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]

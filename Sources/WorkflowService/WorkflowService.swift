@@ -59,10 +59,17 @@ public final class WorkflowService: Service, Sendable {
 
     private let tokens = Lock<UInt64>(0)
 
-    /// A service over `store`, logging to `logger`.
-    public init(store: WorkflowStore, logger: Logger = Logger(label: "workflow.service")) {
+    /// How often the gauge `workflow_instances` (by status) is set from a listing of the store.
+    private let instanceCountsInterval: Duration?
+
+    /// A service over `store`, logging to `logger`; while it runs, it sets the store's
+    /// `workflow_instances` gauges every `instanceCountsInterval` (`nil`: never).
+    public init(
+        store: WorkflowStore, logger: Logger = Logger(label: "workflow.service"), instanceCountsInterval: Duration? = .seconds(10)
+    ) {
         self.store = store
         self.logger = logger
+        self.instanceCountsInterval = instanceCountsInterval
     }
 
     /// The service's state.
@@ -149,9 +156,27 @@ public final class WorkflowService: Service, Sendable {
         }
         shared.withLock { $0.state = .running }
         logger.info("workflow service running", metadata: ["store": "\(store.path)"])
-        // Returns on graceful shutdown, throws when the task is cancelled: both end the service.
-        try? await gracefulShutdown()
+        await servePeriodically()
         await shutDown()
+    }
+
+    /// Waits for graceful shutdown (or cancellation), meanwhile setting the instance gauges.
+    private func servePeriodically() async {
+        let store = self.store, interval = instanceCountsInterval
+        await withTaskGroup(of: Void.self) { tasks in
+            // Returns on graceful shutdown, throws when the task is cancelled: both end the service.
+            tasks.addTask { try? await gracefulShutdown() }
+            if let interval {
+                tasks.addTask {
+                    while !Task.isCancelled {
+                        try? store.recordInstanceCounts()
+                        try? await Task.sleep(for: interval)
+                    }
+                }
+            }
+            await tasks.next()
+            tasks.cancelAll()
+        }
     }
 
     /// Stops taking work, stops every host (each commits what it holds) and closes the store.

@@ -1,6 +1,7 @@
 import DurableWorkflow
 import Foundation
 import Logging
+import MetricsTestKit
 import ServiceLifecycle
 import TestSupport
 import TestWorkflows
@@ -74,8 +75,9 @@ struct WorkflowServiceTests {
             try store.importInstance(id: "bad", workflowType: String(reflecting: DurableCounter.self), status: .running, created: .now(),
                                      entries: [good[0], bad])
         }
-        let store = try WorkflowStore.open(path: dir.path)
-        let service = WorkflowService(store: store, logger: Logger(label: "test"))
+        let metrics = TestMetrics()
+        let store = WorkflowStore(backend: try LMDBStorage.open(path: dir.path), metricsFactory: metrics)
+        let service = WorkflowService(store: store, logger: Logger(label: "test"), instanceCountsInterval: .milliseconds(5))
         service.register(DurableCounter.self, configuration: counter())
         service.register(Checkout.self, configuration: DurableConfiguration(mode: .grouped, actions: Checkout.actions))
         #expect(throws: WorkflowServiceError.self) { _ = try service.start(DurableCounter(), id: "early") }
@@ -85,6 +87,11 @@ struct WorkflowServiceTests {
 
         #expect(service.runningInstances == ["a", "b"])
         #expect(try store.instances(status: .failed).map(\.id) == ["bad"])
+        // The instance gauges, set while the service runs.
+        let gauge = { (status: String) in try? metrics.expectGauge("workflow_instances", [("store", store.path), ("status", status)]).lastValue }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while (gauge("running") != 2 || gauge("failed") != 1), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(gauge("running") == 2 && gauge("failed") == 1)
         let a = try #require(service.host(id: "a", as: DurableCounter.self))
         #expect(a.rendering.state.count == 2)
         #expect(try service.startOrResume(DurableCounter(), id: "a") === a)
