@@ -1,4 +1,9 @@
 import DurableWorkflow
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Logging
 import ServiceLifecycle
 import Workflow
@@ -121,17 +126,35 @@ public final class WorkflowService: Service, Sendable {
     /// `firstAction`) and run by the service.
     public func startOrResume<W: DurableWorkflow, A: DurableAction>(_ workflow: W, id: String, with firstAction: A) throws -> WorkflowHost<W>
     where A.WorkflowType == W, W.Rendering: Sendable, W.Output: Sendable {
-        if let running = host(id: id, as: W.self) { return running }
-        let configuration = try configuration(for: W.self)
-        return adopt(try store.startOrResume(workflow, id: id, with: firstAction, configuration: configuration), id: id)
+        try runningOrAdopted(id: id) { configuration in
+            try store.startOrResume(workflow, id: id, with: firstAction, configuration: configuration)
+        }
     }
 
     /// The host the service runs for `id`, or the instance resumed (or started) and run by the service.
     public func startOrResume<W: DurableWorkflow>(_ workflow: W, id: String) throws -> WorkflowHost<W>
     where W.Rendering: Sendable, W.Output: Sendable {
+        try runningOrAdopted(id: id) { configuration in try store.startOrResume(workflow, id: id, configuration: configuration) }
+    }
+
+    /// The host the service runs for `id`, else the one `open` makes (adopted). A concurrent call
+    /// for the same id that got there first makes `open` fail with `instanceInUse`: its host is
+    /// then the answer.
+    private func runningOrAdopted<W: DurableWorkflow>(
+        id: String, _ open: (DurableConfiguration) throws -> WorkflowHost<W>
+    ) throws -> WorkflowHost<W> where W.Rendering: Sendable, W.Output: Sendable {
         if let running = host(id: id, as: W.self) { return running }
         let configuration = try configuration(for: W.self)
-        return adopt(try store.startOrResume(workflow, id: id, configuration: configuration), id: id)
+        do {
+            return adopt(try open(configuration), id: id)
+        } catch let error as DurableError where error.kind == .instanceInUse {
+            // The other call claims, then adopts: wait a moment for the adoption.
+            for _ in 0..<100 {
+                if let running = host(id: id, as: W.self) { return running }
+                usleep(1_000)
+            }
+            throw error
+        }
     }
 
     /// The host the service runs for instance `id`, if any.

@@ -105,6 +105,17 @@ struct WorkflowServiceTests {
         #expect(service.runningInstances == ["a", "b"])
         #expect(throws: WorkflowServiceError.self) { _ = try service.start(HashlessCounter(), id: "unregistered") }
 
+        // Concurrent startOrResume calls for one new id all get the one host that runs it.
+        let hosts = await withTaskGroup(of: WorkflowHost<DurableCounter>?.self) { group in
+            for _ in 0..<8 { group.addTask { try? service.startOrResume(DurableCounter(), id: "shared") } }
+            var hosts: [WorkflowHost<DurableCounter>?] = []
+            for await host in group { hosts.append(host) }
+            return hosts
+        }
+        let first = try #require(hosts.first ?? nil)
+        #expect(hosts.allSatisfy { $0 === first }, "\(hosts.map { $0 == nil ? "nil" : "host" })")
+        #expect(service.runningInstances == ["a", "b", "shared"])
+
         await group.triggerGracefulShutdown()
         try await running.value
         #expect(service.state == .stopped)
