@@ -122,7 +122,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: [], path: "Tests/TestSupport"),
         .target(
             name: "TestWorkflows",
-            dependencies: ["Workflow", "DurableWorkflow", "WorkflowLMDB", "WorkflowSignals", "WorkflowFeedback", "WorkflowLocks"],
+            dependencies: ["Workflow", "DurableWorkflow", "WorkflowLMDB", "WorkflowSignals", "WorkflowFeedback", "WorkflowLocks", "TestSupport"],
             path: "Tests/Fixtures/TestWorkflows"
         ),
         .executableTarget(
