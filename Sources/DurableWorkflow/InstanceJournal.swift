@@ -85,8 +85,7 @@ final class InstanceJournal: RuntimeJournal {
     }
 
     func record(acknowledgement sequence: UInt64, time: WallTime) throws {
-        var payload: [UInt8] = []
-        withUnsafeBytes(of: sequence.littleEndian) { payload.append(contentsOf: $0) }
+        let payload = (0..<8).map { UInt8(truncatingIfNeeded: sequence >> (8 * $0)) }  // little-endian
         currentSequence += 1
         pending.append(payload: payload, tag: LogEntry.acknowledgementTag, version: 1, at: NodePath(segments: []),
                        sequence: currentSequence, origin: .acknowledgement, time: time)

@@ -165,7 +165,6 @@ final class LogWriter: Sendable {
     /// observers, attachments and the host, and wakes a thread waiting for it.
     func settle(_ participant: CommitParticipant, duration: Duration) {
         let last = participant.lastSequence ?? committedThrough
-        let failedAlready = handedOff.withLock { $0.failure != nil }
         if participant.failure == nil {
             record.withLock { $0 = participant.record }
             committed.store(last, ordering: .releasing)
@@ -179,10 +178,6 @@ final class LogWriter: Sendable {
             if participant.batches.contains(where: \.finishes) {
                 configuration.logger.debug("an instance finished", metadata: ["instance": "\(instanceID)", "sequence": "\(last)"])
             }
-        } else if let failure = participant.failure, failedAlready == false {
-            configuration.logger.error("an instance stopped: its changes could not be committed", metadata: [
-                "instance": "\(instanceID)", "error": "\(failure)",
-            ])
         }
         var wakeHost = false, wakeWaiter = false
         let abandoned = handedOff.withLock { state -> (own: Bool, waiting: [CommitBatch]) in
@@ -194,6 +189,11 @@ final class LogWriter: Sendable {
             wakeHost = state.hostWaits
             state.hostWaits = false
             return (true, state.takeWaiting())
+        }
+        if abandoned.own, let failure = participant.failure {
+            configuration.logger.error("an instance stopped: its changes could not be committed", metadata: [
+                "instance": "\(instanceID)", "error": "\(failure)",
+            ])
         }
         for batch in participant.batches {
             if abandoned.own { batch.abandonAttachments() }

@@ -135,7 +135,8 @@ extension WorkflowStore {
             guard entry.payload.count == 8 else {
                 throw failure(.corruptEntry, entry, plan.id, "an acknowledgement entry holds \(entry.payload.count) bytes, not 8")
             }
-            driver.acknowledged(through: UInt64(littleEndian: entry.payload.loadUnaligned(as: UInt64.self)), sequence: entry.sequence)
+            let through = (0..<8).reduce(UInt64(0)) { $0 | UInt64(entry.payload[$1]) << (8 * $1) }  // little-endian
+            driver.acknowledged(through: through, sequence: entry.sequence)
             return
         }
         do {

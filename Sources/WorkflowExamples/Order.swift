@@ -32,9 +32,7 @@ public struct Order: FinishingWorkflow, Codable, Sendable {
         var first = FNV(), second = FNV()
         first.combine("shipment:\(id)")
         second.combine("order:\(id)")
-        var bytes = [UInt8](repeating: 0, count: 16)
-        withUnsafeBytes(of: first.value.littleEndian) { bytes.replaceSubrange(0..<8, with: $0) }
-        withUnsafeBytes(of: second.value.littleEndian) { bytes.replaceSubrange(8..<16, with: $0) }
+        var bytes = [first.value, second.value].flatMap { value in (0..<8).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
         bytes[6] = (bytes[6] & 0x0F) | 0x50
         bytes[8] = (bytes[8] & 0x3F) | 0x80
         let uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],

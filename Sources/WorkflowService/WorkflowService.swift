@@ -46,6 +46,8 @@ public final class WorkflowService: Service, Sendable {
         var state = State.idle
         var registrations: [ObjectIdentifier: Registration] = [:]
         var hosts: [String: RunningHost] = [:]
+        /// Tells a host's record from a later one of the same id.
+        var lastToken: UInt64 = 0
     }
 
     /// How one registered root type is resumed.
@@ -61,8 +63,6 @@ public final class WorkflowService: Service, Sendable {
         let host: any Sendable
         let stop: @Sendable () async -> Void
     }
-
-    private let tokens = Lock<UInt64>(0)
 
     /// How often the gauge `workflow_instances` (by status) is set from a listing of the store.
     private let instanceCountsInterval: Duration?
@@ -232,16 +232,13 @@ public final class WorkflowService: Service, Sendable {
     @discardableResult
     private func adopt<W: DurableWorkflow>(_ host: WorkflowHost<W>, id: String) -> WorkflowHost<W>
     where W.Rendering: Sendable, W.Output: Sendable {
-        let token = tokens.withLock { value in
-            value += 1
-            return value
+        let token = shared.withLock { shared -> UInt64? in
+            guard shared.state == .running || shared.state == .resuming else { return nil }
+            shared.lastToken += 1
+            shared.hosts[id] = RunningHost(token: shared.lastToken, host: host, stop: { await host.stopAndWait() })
+            return shared.lastToken
         }
-        let accepted = shared.withLock { shared -> Bool in
-            guard shared.state == .running || shared.state == .resuming else { return false }
-            shared.hosts[id] = RunningHost(token: token, host: host, stop: { await host.stopAndWait() })
-            return true
-        }
-        guard accepted else {
+        guard let token else {
             host.stop()
             return host
         }

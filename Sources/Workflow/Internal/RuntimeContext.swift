@@ -35,11 +35,11 @@ final class RuntimeContext: RuntimeTree {
     /// Replay applies logged entries: nothing is recorded, no output is kept.
     @exclusivity(unchecked) var isReplaying = false
     /// The sequence of the entry replay is applying (root outputs are numbered by it).
-    @exclusivity(unchecked) var replayingSequence: UInt64 = 0
+    var replayingSequence: UInt64 = 0
     /// The sequence up to which root outputs are acknowledged (as logged).
-    @exclusivity(unchecked) var acknowledgedThrough: UInt64 = 0
+    var acknowledgedThrough: UInt64 = 0
     /// The sequence of the latest entry that emitted a root output (acknowledged outputs only).
-    @exclusivity(unchecked) var lastOutputSequence: UInt64 = 0
+    var lastOutputSequence: UInt64 = 0
     /// States recorded by a snapshot, for the nodes a resume creates.
     @exclusivity(unchecked) var restorer: (any StateRestorer)?
     /// Whether applied actions are kept (`setLastApplied`; a durable host's journal reads them).
@@ -69,11 +69,11 @@ final class RuntimeContext: RuntimeTree {
     @exclusivity(unchecked) var dependencies: [ObjectIdentifier: any Sendable] = [:]
     /// Asked before a durable host applies the first action of a type: `nil` when the journal
     /// can log actions of that type and read them back after a restart, else why not.
-    @exclusivity(unchecked) var admission: ((any WorkflowAction.Type) -> (any Error)?)?
-    @exclusivity(unchecked) private var admittedTypes: Set<ObjectIdentifier> = []
-    @exclusivity(unchecked) private var lastAdmitted: ObjectIdentifier?
+    var admission: ((any WorkflowAction.Type) -> (any Error)?)?
+    private var admittedTypes: Set<ObjectIdentifier> = []
+    private var lastAdmitted: ObjectIdentifier?
     /// Why the last action `admits` refused was refused.
-    @exclusivity(unchecked) var lastRefusal: (any Error)?
+    var lastRefusal: (any Error)?
 
     /// A context whose `queue` is given by ``attach(queue:)`` before any node is made (the queue
     /// needs the context first).

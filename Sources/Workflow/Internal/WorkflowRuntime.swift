@@ -56,7 +56,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     private let pendingRenderings = ValueBuffer<Root.Rendering>()
     private let pendingOutputs = ValueBuffer<Root.Output>()
     /// The entry sequence of each pending output (only with `acknowledgedOutputs`).
-    @exclusivity(unchecked) private var pendingOutputSequences: [UInt64] = []
+    private var pendingOutputSequences: [UInt64] = []
     @exclusivity(unchecked) private var pendingCompletions: [CheckedContinuation<SendError?, Never>] = []
     @exclusivity(unchecked) private var pendingFlushes: [CheckedContinuation<Void, Never>] = []
     /// Whether something recorded since the last commit or hand-off is held (the open batch).
@@ -70,10 +70,13 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     @exclusivity(unchecked) private var commitDeferred = false
     @exclusivity(unchecked) private var callbacks: [UInt64: @Sendable (Any) -> Void] = [:]
     @exclusivity(unchecked) private var stopped = false
+    private var finish = FinishPhase.open
+    private var finalOutput: Root.Output?
     /// Whether the root emitted its final output (a ``FinishingWorkflow``): no more actions.
-    @exclusivity(unchecked) private var finished = false
-    @exclusivity(unchecked) private var finish = FinishPhase.open
-    @exclusivity(unchecked) private var finalOutput: Root.Output?
+    private var finished: Bool {
+        if case .open = finish { return false }
+        return true
+    }
     let completion = HostCompletion<Root.Output>()
     /// Called once the host has stopped (`nil` after that).
     private let stopHandlers = Lock<[@Sendable () -> Void]?>([])
@@ -117,7 +120,8 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             // Every output is kept with its entry's sequence, in replay too: those the consumer
             // had not acknowledged are delivered again after it.
             let isFinal = Self.finalOutputCheck()
-            root.outputHandler = { [unowned(unsafe) self] output in
+            // Owner: the runtime holds the root, which holds this handler.
+            root.outputHandler = { [unowned self] output in
                 if let isFinal, !self.finished, isFinal(self.root.workflow, output) { self.reachedFinal(output) }
                 let context = self.context
                 let sequence = context.isReplaying ? context.replayingSequence : context.currentSequence + 1
@@ -127,7 +131,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             }
         } else if let isFinal = Self.finalOutputCheck() {
             // Owner: the runtime holds the root, which holds this handler.
-            root.outputHandler = { [unowned(unsafe) self] output in
+            root.outputHandler = { [unowned self] output in
                 if !self.finished, isFinal(self.root.workflow, output) { self.reachedFinal(output) }
                 if bufferOutputs, !self.context.isReplaying { self.pendingOutputs.append(output) }
             }
@@ -599,7 +603,6 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     /// instance's last, and its journal entry completes the instance.
     @inline(never)
     private func reachedFinal(_ output: Root.Output) {
-        finished = true
         finalOutput = output
         finish = context.isReplaying ? .recorded(through: context.currentSequence) : .reached
     }
