@@ -72,7 +72,13 @@ let package = Package(
             ]
         ),
         // Persistent signals: every version in the log, each consumer sees each version once.
-        .target(name: "WorkflowSignals", dependencies: ["DurableWorkflow", "Workflow", "WorkflowStorage", "WorkflowLocks"]),
+        .target(
+            name: "WorkflowSignals",
+            dependencies: [
+                "DurableWorkflow", "Workflow", "WorkflowStorage", "WorkflowLocks",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ]
+        ),
         // Feedback loops: the Mealy-machine front end, in memory and durable, on the same runtime.
         .target(name: "WorkflowFeedback", dependencies: ["Workflow", "DurableWorkflow", "WorkflowLocks"]),
         // A store's instances as a swift-service-lifecycle Service: resume at start, graceful shutdown.
@@ -183,6 +189,7 @@ let package = Package(
                 "WorkflowCLI", "WorkflowExamples", "DurableWorkflow", "WorkflowLMDB", "WorkflowPostgres", "WorkflowSignals", "Workflow", "LMDB",
                 "WorkflowFeedback", "TestSupport",
                 "TestWorkflows", "wfctl", "counter-demo", "showcase", "hosts-demo",
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ]
         ),
         .testTarget(name: "WorkflowTests", dependencies: ["Workflow", "WorkflowTesting", "WorkflowLogging", "TestSupport", "TestWorkflows", "wf-test-child", "WorkflowLocks"]),

@@ -1,3 +1,4 @@
+import Tracing
 import Workflow
 import WorkflowStorage
 
@@ -28,6 +29,8 @@ public typealias DurableWorkflow = Workflow & Codable & Sendable
 package protocol CommitAttachment: Sendable {
     /// The delivery mark to commit.
     var deliveryMark: DeliveryMarkRecord { get }
+    /// The span of the delivery, linked from the span of the action it became.
+    var spanContext: ServiceContext? { get }
     /// The commit succeeded.
     func didCommit()
     /// The host stopped before the commit: the writes were not made.

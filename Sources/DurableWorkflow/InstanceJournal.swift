@@ -45,7 +45,11 @@ final class InstanceJournal: RuntimeJournal {
     }
 
     func attach(_ attachment: any Sendable) {
-        if let attachment = attachment as? any CommitAttachment { pending.attachments.append(attachment) }
+        guard let attachment = attachment as? any CommitAttachment else { return }
+        pending.attachments.append(attachment)
+        if let context = attachment.spanContext, let span = pending.spans.last {
+            span.addLink(SpanLink(context: context, attributes: [:]))
+        }
     }
 
     private func record<A: WorkflowAction>(opened action: A, at path: NodePath, origin: ActionOrigin, time: WallTime) throws {

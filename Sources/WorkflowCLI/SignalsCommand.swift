@@ -25,6 +25,8 @@ struct Signals: ParsableCommand {
         let posted: String
         let terminates: Bool
         let payload: JSONValue?
+        /// The poster's trace context, when it had a tracer.
+        let traceContext: [String: String]?
     }
 
     func run() throws {
@@ -49,7 +51,8 @@ struct Signals: ParsableCommand {
         let detail = Detail(
             signal: try center.signals().first { $0.id == id },
             versions: versions.map { Version(version: $0.version, posted: iso($0.posted), terminates: $0.terminatesConsumersAfterDelivery,
-                                             payload: JSONValue.parse($0.payload)) },
+                                             payload: JSONValue.parse($0.payload),
+                                             traceContext: $0.traceContext.isEmpty ? nil : $0.traceContext.fields) },
             consumers: try center.consumers(of: id),
             pending: try center.pendingDeliveries().filter { $0.consumer.signal == id })
         if options.json { return emit(try json(detail)) }

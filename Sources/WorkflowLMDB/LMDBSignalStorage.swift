@@ -49,7 +49,8 @@ final class LMDBSignalStorage: SignalStorage {
                     record.latestVersion += 1
                     record.updated = time
                     let versionKey = SignalLayout.versionKey(post.signal, record.latestVersion)
-                    try txn.put(StoredVersionBytes.encode(terminates: post.terminates, posted: time, payload: post.payload),
+                    try txn.put(StoredVersionBytes.encode(terminates: post.terminates, posted: time, traceContext: post.traceContext,
+                                                     payload: post.payload),
                                 forKey: versionKey, in: layout.versions)
                     try txn.put(record.encoded(), forKey: recordKey, in: layout.records)
                     if let key = post.idempotencyKey { try txn.put(versionKey, forKey: key, in: layout.idempotency) }

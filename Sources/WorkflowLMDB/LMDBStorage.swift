@@ -29,7 +29,7 @@ public final class LMDBStorage: StorageBackend {
     package let checkpointEntries: Int
 
     /// The format this library writes (a newer one is refused, an older one migrated).
-    public static let formatVersion: UInt32 = 2
+    public static let formatVersion: UInt32 = 3
 
     /// The declared, ordered upgrades from older formats.
     static let migrations: [Migration] = [
@@ -46,6 +46,10 @@ public final class LMDBStorage: StorageBackend {
                 try txn.delete(LogKey(instance: instance, sequence: IndexRecord.formatOneStateSequence), in: layout.log)
             }
         },
+        // Format 3 may hold signal versions with a trace context (a version record's format 2),
+        // which a library that reads up to format 2 would skip: it must refuse the store instead.
+        // Nothing stored changes.
+        Migration(name: "signal versions may carry a trace context", from: 2) { _, _ in },
     ]
 
     /// A declared, named upgrade of the store format, applied in order at open.

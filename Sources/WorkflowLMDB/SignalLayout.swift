@@ -54,20 +54,36 @@ struct SignalRecordBytes {
     }
 }
 
-/// One posted version's stored bytes: format, whether it terminates consumers, when it was posted, payload.
+/// One posted version's stored bytes. Format 1: format, whether it terminates consumers, when
+/// it was posted, payload. Format 2 (written only for a version with a trace context) adds the
+/// context's length (`UInt32`) and ``TraceContext/encoded`` bytes before the payload.
 enum StoredVersionBytes {
-    static func encode(terminates: Bool, posted: Int64, payload: [UInt8]) -> [UInt8] {
-        var bytes: [UInt8] = [1, terminates ? 1 : 0]
+    static func encode(terminates: Bool, posted: Int64, traceContext: TraceContext, payload: [UInt8]) -> [UInt8] {
+        let context = traceContext.encoded
+        var bytes: [UInt8] = [context.isEmpty ? 1 : 2, terminates ? 1 : 0]
         withUnsafeBytes(of: posted.littleEndian) { bytes.append(contentsOf: $0) }
+        if !context.isEmpty {
+            withUnsafeBytes(of: UInt32(context.count).littleEndian) { bytes.append(contentsOf: $0) }
+            bytes += context
+        }
         return bytes + payload
     }
 
     static func decode(signal: UUID, key: UnsafeRawBufferPointer, _ bytes: UnsafeRawBufferPointer) -> SignalVersionRecord? {
-        guard key.count == 24, bytes.count >= 10, bytes[0] == 1 else { return nil }
+        guard key.count == 24, bytes.count >= 10, bytes[0] == 1 || bytes[0] == 2 else { return nil }
+        var payloadStart = 10
+        var traceContext = TraceContext()
+        if bytes[0] == 2 {
+            guard bytes.count >= 14 else { return nil }
+            let count = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 10, as: UInt32.self)))
+            guard bytes.count - 14 >= count, let context = TraceContext(encoded: Array(bytes[14..<14 + count])) else { return nil }
+            traceContext = context
+            payloadStart = 14 + count
+        }
         return SignalVersionRecord(
             signal: signal, version: UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 16, as: UInt64.self)),
-            payload: Array(bytes[10...]), terminates: bytes[1] == 1,
-            posted: Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: 2, as: Int64.self)))
+            payload: Array(bytes[payloadStart...]), terminates: bytes[1] == 1,
+            posted: Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: 2, as: Int64.self)), traceContext: traceContext)
     }
 }
 

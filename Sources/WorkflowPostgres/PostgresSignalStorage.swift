@@ -29,12 +29,13 @@ final class PostgresSignalStorage: SignalStorage {
         guard !posts.isEmpty else { return [] }
         let signals = posts.map(\.signal), payloads = posts.map { ByteBuffer(bytes: $0.payload) }, terminates = posts.map(\.terminates)
         let keys = posts.map { $0.idempotencyKey ?? "" }, hasKeys = posts.map { $0.idempotencyKey != nil }
+        let contexts = posts.map { ByteBuffer(bytes: $0.traceContext.encoded) }
         let synced = durability != .processCrashSafe
         let versions = try storage.write("post signals") { connection -> [Int64] in
             let rows = try self.storage.rows(
                 """
                 CALL \(unescaped: self.schema).sig_post(\(synced), \(signals), \(payloads), \(terminates), \(keys), \(hasKeys), \
-                \(Int32(clamping: keepLatest)), \(time), NULL)
+                \(contexts), \(Int32(clamping: keepLatest)), \(time), NULL)
                 """, on: connection)
             return try rows.first?.decode([Int64].self) ?? []
         }
@@ -174,18 +175,18 @@ final class PostgresSignalStorage: SignalStorage {
         try storage.run("read versions") { connection -> [SignalVersionRecord]? in
             let rows = try self.storage.rows(
                 """
-                SELECT v.version, v.payload, v.terminates, v.posted_ns
+                SELECT v.version, v.payload, v.terminates, v.posted_ns, v.trace_context
                   FROM \(unescaped: self.schema).sig_signal s
                   LEFT JOIN \(unescaped: self.schema).sig_version v ON v.signal_id = s.signal_id
                  WHERE s.signal_id = \(signal) ORDER BY v.version
                 """, on: connection)
             guard !rows.isEmpty else { return nil }
             return try rows.compactMap { row -> SignalVersionRecord? in
-                let (version, payload, terminates, posted) = try row.decode((Int64?, ByteBuffer?, Bool?, Int64?).self)
+                let (version, payload, terminates, posted, context) = try row.decode((Int64?, ByteBuffer?, Bool?, Int64?, ByteBuffer?).self)
                 guard let version, let payload, let terminates, let posted else { return nil }
                 return SignalVersionRecord(
                     signal: signal, version: UInt64(bitPattern: version), payload: Array(payload.readableBytesView), terminates: terminates,
-                    posted: posted)
+                    posted: posted, traceContext: try Self.traceContext(context))
             }
         }
     }
@@ -196,11 +197,11 @@ final class PostgresSignalStorage: SignalStorage {
             let rows = try self.storage.rows(
                 """
                 SELECT \(unescaped: Self.qualifiedConsumerColumns),
-                       v.version, v.payload, v.terminates, v.posted_ns
+                       v.version, v.payload, v.terminates, v.posted_ns, v.trace_context
                   FROM \(unescaped: self.schema).sig_consumer c
                   JOIN \(unescaped: self.schema).sig_signal s ON s.signal_id = c.signal_id
                   JOIN LATERAL (
-                       SELECT version, payload, terminates, posted_ns FROM \(unescaped: self.schema).sig_version
+                       SELECT version, payload, terminates, posted_ns, trace_context FROM \(unescaped: self.schema).sig_version
                         WHERE signal_id = c.signal_id
                           AND version >= CASE WHEN c.coalescing = 1 THEN s.latest ELSE c.last_delivered + 1 END
                         ORDER BY version LIMIT 1) v ON true
@@ -211,11 +212,12 @@ final class PostgresSignalStorage: SignalStorage {
             let random = row.makeRandomAccess()
             let version = try random[12].decode(Int64.self), payload = try random[13].decode(ByteBuffer.self)
             let terminates = try random[14].decode(Bool.self), posted = try random[15].decode(Int64.self)
+            let context = try random[16].decode(ByteBuffer?.self)
             return PendingVersion(
                 consumer: record,
                 version: SignalVersionRecord(
                     signal: record.signal, version: UInt64(bitPattern: version), payload: Array(payload.readableBytesView),
-                    terminates: terminates, posted: posted))
+                    terminates: terminates, posted: posted, traceContext: try Self.traceContext(context)))
         }
     }
 
@@ -238,6 +240,15 @@ final class PostgresSignalStorage: SignalStorage {
             processStartTime: UInt64(bitPattern: start), behaviour: behaviour == 0 ? .once : .untilTerminated,
             coalescing: coalescing == 1 ? .latestOnly : .everyVersion, scope: scope == 0 ? .run : .durable,
             lastDelivered: UInt64(bitPattern: last), created: created)
+    }
+
+    /// A version's stored trace context (`NULL`: none).
+    static func traceContext(_ bytes: ByteBuffer?) throws -> TraceContext {
+        guard let bytes else { return TraceContext() }
+        guard let context = TraceContext(encoded: Array(bytes.readableBytesView)) else {
+            throw DamagedRow(detail: "a signal version's trace context (\(bytes.readableBytes) bytes) is not in the stored form")
+        }
+        return context
     }
 
     static func code(_ behaviour: DeliveryBehaviour) -> Int16 { behaviour == .once ? 0 : 1 }

@@ -1,6 +1,7 @@
 import DurableWorkflow
 import Foundation
 import Synchronization
+import Tracing
 import Workflow
 import WorkflowStorage
 
@@ -32,13 +33,18 @@ public struct SignalConfiguration: Sendable {
     /// while a delivery is running (from a handler, or while the dispatcher delivers) leaves it to
     /// the dispatcher. Off by default.
     public var deliverOnPostingThread: Bool
+    /// Where the spans of posts and deliveries go (`workflow.signal.post`, `workflow.signal.deliver`;
+    /// each version carries its post's trace context to its deliveries, in any process or host):
+    /// this tracer, else the one bootstrapped in `InstrumentationSystem` (none: no spans, and
+    /// versions carry no context).
+    public var tracer: (any Tracer)?
 
     /// Defaults: keep the latest version, check every 20 ms, retry after 50 ms, strict commits,
-    /// watch for 250 µs after a delivery, deliver on the dispatcher thread only.
+    /// watch for 250 µs after a delivery, deliver on the dispatcher thread only, the bootstrapped tracer.
     public init(
         keepLatest: Int = 1, pollInterval: Duration = .milliseconds(20), retryDelay: Duration = .milliseconds(50),
         durability: CommitDurability? = nil, spinAfterDelivery: Duration = .microseconds(250),
-        deliverOnPostingThread: Bool = false
+        deliverOnPostingThread: Bool = false, tracer: (any Tracer)? = nil
     ) {
         self.keepLatest = keepLatest
         self.pollInterval = pollInterval
@@ -46,6 +52,7 @@ public struct SignalConfiguration: Sendable {
         self.durability = durability
         self.spinAfterDelivery = spinAfterDelivery
         self.deliverOnPostingThread = deliverOnPostingThread
+        self.tracer = tracer
     }
 }
 
@@ -164,15 +171,30 @@ public final class SignalCenter: Sendable {
     }
 
     /// Posts several versions in one transaction (one commit, one wake-up); returns their versions.
+    /// With a tracer, the post is a span (a child of the caller's current one) whose context each
+    /// version carries to its deliveries.
     @discardableResult
     public func post(_ posts: [SignalPost]) throws -> [UInt64] {
+        let traced = dispatcher.tracing?.startPost(posts)
         let records = posts.map {
             SignalPostRecord(signal: $0.signal.uuid, payload: $0.payload, terminates: $0.terminatesConsumersAfterDelivery,
-                             idempotencyKey: $0.idempotencyKey)
+                             idempotencyKey: $0.idempotencyKey, traceContext: traced?.context ?? TraceContext())
         }
-        let versions = try storage { () throws(StorageFailure) in
-            try signalStorage.post(records, keepLatest: configuration.keepLatest, at: WallTime.now().nanosecondsSinceEpoch,
-                                   durability: configuration.durability)
+        let versions: [UInt64]
+        do {
+            versions = try storage { () throws(StorageFailure) in
+                try signalStorage.post(records, keepLatest: configuration.keepLatest, at: WallTime.now().nanosecondsSinceEpoch,
+                                       durability: configuration.durability)
+            }
+        } catch {
+            traced?.span.recordError(error)
+            traced?.span.setStatus(SpanStatus(code: .error))
+            traced?.span.end()
+            throw error
+        }
+        if let span = traced?.span {
+            if versions.count == 1 { span.attributes["workflow.signal.version"] = Int(versions[0]) }
+            span.end()
         }
         dispatcher.didPost()
         return versions

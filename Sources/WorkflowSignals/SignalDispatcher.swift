@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Tracing
 import Workflow
 import WorkflowLocks
 import WorkflowStorage
@@ -30,6 +31,8 @@ final class SignalDispatcher: @unchecked Sendable {
     private let signals: any SignalStorage
     private let readOnly: Bool
     private let configuration: SignalConfiguration
+    /// Spans and trace contexts of posts and deliveries (`nil`: no tracer).
+    let tracing: SignalTracing?
     private let feed: any ChangeFeed
     private let state = Lock(State())
     private weak var center: SignalCenter?
@@ -56,6 +59,7 @@ final class SignalDispatcher: @unchecked Sendable {
         self.signals = signals
         self.readOnly = readOnly
         self.configuration = configuration
+        self.tracing = SignalTracing(configuration)
         self.feed = signals.changeFeed()
     }
 
@@ -242,31 +246,54 @@ final class SignalDispatcher: @unchecked Sendable {
             center.store.recordSignalHandedOver(posted: delivery.posted)
             let mark = DeliveryMarkRecord(consumer: consumerID.uuid, version: delivery.version,
                                           terminates: delivery.terminatesConsumersAfterDelivery, keepLatest: keepLatest)
+            if case .workflow(let handler) = attached.handler {
+                guard attached.inFlight < delivery.version else { return handedOver }
+                state.withLock { $0.attached[consumerID]?.inFlight = delivery.version }
+                // The span ends when the action the delivery becomes commits with the mark.
+                let span = tracing?.startDelivery(delivery)
+                handler(delivery, DeliveryMark(consumer: consumerID, record: mark, signals: signals, dispatcher: self, span: span))
+                return handedOver + 1
+            }
+            let span = tracing?.startDelivery(delivery)
             do {
-                switch attached.handler {
-                case .transactional(let handler):
-                    // Another process may have delivered it meanwhile: the storage re-checks
-                    // inside the transaction and then does not run the handler.
-                    _ = try signals.deliver(mark, durability: durability) { transaction in try handler(delivery, transaction) }
-                case .atLeastOnce(let handler):
-                    try handler(delivery)
-                    try signals.mark(mark, durability: durability)
-                case .atMostOnce(let handler):
-                    try signals.mark(mark, durability: durability)
-                    handler(delivery)
-                case .workflow(let handler):
-                    guard attached.inFlight < delivery.version else { return handedOver }
-                    state.withLock { $0.attached[consumerID]?.inFlight = delivery.version }
-                    handler(delivery, DeliveryMark(consumer: consumerID, record: mark, signals: signals, dispatcher: self))
-                    return handedOver + 1
+                // The handler runs in its delivery's span.
+                if let span {
+                    try ServiceContext.$current.withValue(span.context) {
+                        try handOver(delivery, with: mark, to: attached.handler, durability: durability)
+                    }
+                } else {
+                    try handOver(delivery, with: mark, to: attached.handler, durability: durability)
                 }
+                span?.end()
                 handedOver += 1
                 state.withLock { $0.attached[consumerID]?.retryAfter = nil }
             } catch {
+                span?.recordError(error)
+                span?.setStatus(SpanStatus(code: .error))
+                span?.end()
                 // Not marked: the same version is retried after a pause (S5: a throwing handler).
                 state.withLock { $0.attached[consumerID]?.retryAfter = .now + configuration.retryDelay }
                 return handedOver
             }
+        }
+    }
+
+    /// Runs a handler that is not a workflow's, with its mark as its kind says.
+    private func handOver(_ delivery: SignalDelivery, with mark: DeliveryMarkRecord, to handler: SignalHandler,
+                          durability: CommitDurability?) throws {
+        switch handler {
+        case .transactional(let handler):
+            // Another process may have delivered it meanwhile: the storage re-checks inside the
+            // transaction and then does not run the handler.
+            _ = try signals.deliver(mark, durability: durability) { transaction in try handler(delivery, transaction) }
+        case .atLeastOnce(let handler):
+            try handler(delivery)
+            try signals.mark(mark, durability: durability)
+        case .atMostOnce(let handler):
+            try signals.mark(mark, durability: durability)
+            handler(delivery)
+        case .workflow:
+            preconditionFailure("a workflow's delivery is handed over with its mark, to commit with its action")
         }
     }
 }

@@ -48,6 +48,9 @@ public typealias Coalescing = WorkflowStorage.Coalescing
 /// How long a consumer lives: `.run` or `.durable`.
 public typealias ConsumerScope = WorkflowStorage.ConsumerScope
 
+/// The trace context a signal version carries from its post to its deliveries.
+public typealias TraceContext = WorkflowStorage.TraceContext
+
 /// One version of a signal, as delivered or inspected.
 public struct SignalDelivery: Sendable, Hashable {
     /// The signal.
@@ -62,6 +65,9 @@ public struct SignalDelivery: Sendable, Hashable {
     public let terminatesConsumersAfterDelivery: Bool
     /// When it was posted.
     public let posted: WallTime
+    /// The poster's trace context (empty when the poster had no tracer): the delivery's span
+    /// continues its trace, and a handler may extract it with its own tracer.
+    public let traceContext: TraceContext
 
     init(_ record: SignalVersionRecord, consumer: ConsumerID?) {
         signal = SignalID(record.signal)
@@ -70,6 +76,7 @@ public struct SignalDelivery: Sendable, Hashable {
         payload = record.payload
         terminatesConsumersAfterDelivery = record.terminates
         posted = WallTime(nanosecondsSinceEpoch: record.posted)
+        traceContext = record.traceContext
     }
 
     /// The payload decoded from JSON as `T`, or ``SignalError/Kind/undecodablePayload``.

@@ -1,5 +1,6 @@
 import DurableWorkflow
 import Synchronization
+import Tracing
 import Workflow
 import WorkflowLocks
 import WorkflowStorage
@@ -11,12 +12,25 @@ public struct DeliveryMark: CommitAttachment {
     let record: DeliveryMarkRecord
     let signals: any SignalStorage
     let dispatcher: SignalDispatcher
+    /// The delivery's span (with a tracer), ended when the mark commits or is abandoned.
+    let span: (any Span)?
 
     package var deliveryMark: DeliveryMarkRecord { record }
 
-    package func didCommit() { dispatcher.finishInFlight(consumer, version: record.version) }
+    package var spanContext: ServiceContext? { span?.context }
 
-    package func didAbandon() { dispatcher.finishInFlight(consumer, version: record.version) }
+    package func didCommit() {
+        span?.end()
+        dispatcher.finishInFlight(consumer, version: record.version)
+    }
+
+    package func didAbandon() {
+        if let span {
+            span.setStatus(SpanStatus(code: .error, message: "not committed: the host stopped"))
+            span.end()
+        }
+        dispatcher.finishInFlight(consumer, version: record.version)
+    }
 
     /// Marks the version delivered in a transaction of its own (hosts without a log).
     func commitAlone() {

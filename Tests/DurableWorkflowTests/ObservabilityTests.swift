@@ -6,6 +6,7 @@ import MetricsTestKit
 import TestSupport
 import TestWorkflows
 import Testing
+import Tracing
 import Workflow
 import WorkflowLMDB
 import WorkflowLocks
@@ -123,6 +124,82 @@ struct ObservabilityTests {
         while received.withLock({ $0 }) < 3, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.001) }
         let latencies = try metrics.expectTimer("workflow_signal_latency", [("store", store.path)]).values
         #expect(latencies.count >= 3 && latencies.allSatisfy { $0 >= 0 })
+    }
+
+    /// A tracer whose ids start with `prefix`, so that two tracers' ids never meet by chance.
+    static func tracer(_ prefix: String) -> InMemoryTracer {
+        let counter = Lock(0)
+        let next: @Sendable (String) -> String = { kind in "\(prefix)-\(kind)-\(counter.withLock { $0 += 1; return $0 })" }
+        return InMemoryTracer(idGenerator: .init(nextTraceID: { next("trace") }, nextSpanID: { next("span") }))
+    }
+
+    @Test("a signal's trace context travels in the stored version: each delivery's span, in another center with another tracer, continues the post's trace")
+    func signalTrace() async throws {
+        let dir = TemporaryDirectory("observability-signal-trace")
+        let store = try WorkflowStore.open(path: dir.path)
+        let posterTracer = Self.tracer("poster"), consumerTracer = Self.tracer("consumer")
+        let poster = try SignalCenter.open(store: store, processIdentity: "poster", configuration: SignalConfiguration(tracer: posterTracer))
+        let consumers = try SignalCenter.open(store: store, processIdentity: "consumer", configuration: SignalConfiguration(tracer: consumerTracer))
+        defer {
+            try? poster.stop()
+            try? consumers.stop()
+        }
+        let signal = SignalID(), tallied = SignalID()
+
+        // A handler runs inside its delivery's span; a throwing one's span records the error.
+        let consumer = try consumers.register(signal, owner: "test")
+        let seen = Lock<[String?]>([])
+        consumers.attach(consumer, handler: .atLeastOnce { delivery in
+            seen.withLock { $0.append(ServiceContext.current?.inMemorySpanContext?.traceID) }
+            if seen.withLock({ $0.count }) == 1 { throw CancellationError() }  // the first try fails
+        })
+        // A durable workflow's delivery: its span ends when the action it became commits.
+        let host = try store.start(SignalTally(signal: tallied), id: "tally", configuration: {
+            var configuration = SignalTally.configuration(center: consumers)
+            configuration.tracer = consumerTracer
+            return configuration
+        }())
+
+        let request = posterTracer.startSpan("request")
+        try ServiceContext.$current.withValue(request.context) {
+            try poster.post(signal, value: 1)
+            try poster.post(tallied, value: 5, terminatesConsumersAfterDelivery: false)
+        }
+        request.end()
+        // Posted with no tracer: the delivery's span starts a trace of its own.
+        let untraced = try SignalCenter.open(store: store, processIdentity: "untraced", configuration: SignalConfiguration())
+        try untraced.post(tallied, value: 7, terminatesConsumersAfterDelivery: false)
+        try untraced.stop()
+
+        let deadline = ContinuousClock.now + .seconds(10)
+        while (seen.withLock { $0.count } < 2 || host.rendering.count < 2), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        await host.stopAndWait()
+
+        let posts = posterTracer.finishedSpans.filter { $0.operationName == "workflow.signal.post" }
+        #expect(posts.count == 2 && posts.allSatisfy { $0.traceID == request.context.inMemorySpanContext?.traceID && $0.kind == .producer })
+        #expect(posts.first?.attributes["workflow.signal"]?.toSpanAttribute() == "\(signal)".toSpanAttribute())
+        #expect(posts.first?.attributes["workflow.signal.version"]?.toSpanAttribute() == 1)
+        let traceID = try #require(request.context.inMemorySpanContext?.traceID)
+
+        let deliveries = consumerTracer.finishedSpans.filter { $0.operationName == "workflow.signal.deliver" }
+        let handed = deliveries.filter { $0.attributes["workflow.signal"]?.toSpanAttribute() == "\(signal)".toSpanAttribute() }
+        #expect(handed.count == 2, "a failed hand-over and its retry")
+        #expect(handed.allSatisfy { $0.traceID == traceID && $0.parentSpanID == posts[0].spanID && $0.kind == .consumer })
+        #expect(handed.first?.errors.count == 1 && handed.last?.errors.isEmpty == true)
+        #expect(seen.withLock { $0 } == [traceID, traceID], "the handler ran in its delivery's span")
+
+        let workflowDeliveries = deliveries.filter { $0.attributes["workflow.signal"]?.toSpanAttribute() == "\(tallied)".toSpanAttribute() }
+        #expect(workflowDeliveries.count == 2)
+        let traced = try #require(workflowDeliveries.first { $0.traceID == traceID })
+        #expect(traced.parentSpanID == posts[1].spanID)
+        let other = try #require(workflowDeliveries.first { $0.traceID != traceID })
+        #expect(other.parentSpanID == nil, "posted without a tracer: a root span")
+        // Each action a delivery became links to the delivery's span.
+        let actions = consumerTracer.finishedSpans.filter { $0.operationName == "workflow.action" }
+        let linked = actions.flatMap(\.links).compactMap { $0.context.inMemorySpanContext?.spanID }
+        #expect(Set(linked) == Set(workflowDeliveries.map(\.spanID)))
     }
 
     @Test("the engine logs starts, resumes, takeovers of a dead process's claim, finished instances and instances marked failed")

@@ -1,5 +1,6 @@
 import DurableWorkflow
 import Foundation
+import InMemoryTracing
 import LMDB
 import TestSupport
 import TestWorkflows
@@ -203,7 +204,7 @@ struct WFCtlTests {
         #expect(usage.code == 2)
     }
 
-    @Test("signals lists records, versions, consumers and pending deliveries")
+    @Test("signals lists records, versions (with the trace context of one posted with a tracer), consumers and pending deliveries")
     func signals() throws {
         let dir = TemporaryDirectory("cli-signals")
         let signal = SignalID()
@@ -211,8 +212,10 @@ struct WFCtlTests {
             let center = try SignalCenter.open(path: dir.path, processIdentity: "test")
             try center.register(signal, owner: "account-7", scope: .durable)
             try center.post(signal, value: "halfway", terminatesConsumersAfterDelivery: false)
-            try center.post(signal, value: "done")
             try center.stop()
+            let traced = try SignalCenter.open(path: dir.path, processIdentity: "traced", configuration: SignalConfiguration(tracer: InMemoryTracer()))
+            try traced.post(signal, value: "done")
+            try traced.stop()
         }
         let info = try wfctl(["info", dir.path])
         #expect(info.code == 0, "\(info.lines)")
@@ -226,5 +229,8 @@ struct WFCtlTests {
         #expect(detail.lines.contains { $0.contains("account-7") && $0.hasSuffix("1,2") })
         let json = try JSONSerialization.jsonObject(with: Data(try wfctl(["signals", dir.path, signal.description, "--json"]).lines.joined().utf8)) as! [String: Any]
         #expect((json["pending"] as? [[String: Any]])?.first?["versions"] as? [Int] == [1, 2])
+        let versions = json["versions"] as? [[String: Any]]
+        #expect(versions?.first?["traceContext"] == nil)
+        #expect(versions?.last?["traceContext"] as? [String: String] == [InMemoryTracer.traceIDKey: "trace-1", InMemoryTracer.spanIDKey: "span-1"])
     }
 }

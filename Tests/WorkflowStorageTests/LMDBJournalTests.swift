@@ -110,7 +110,7 @@ struct LMDBJournalTests {
         }
         let storage = try LMDBStorage.open(path: dir.path)
         #expect(try storage.environment.read { txn in try txn.count(of: storage.layout.log) } == 3, "the state record left the log")
-        #expect(try storage.statistics().formatVersion == 2)
+        #expect(try storage.statistics().formatVersion == LMDBStorage.formatVersion)
         #expect(try storage.instance(id: "old")?.lastSequence == 3)
         #expect(try storage.texts(key) == ["1:entry 1", "2:entry 2", "3:entry 3"])
         _ = try storage.claim(id: "old", as: Records.hostA, takingOverIf: { _ in false })

@@ -6,7 +6,7 @@ import TestSupport
 import TestWorkflows
 import Testing
 import Workflow
-import WorkflowPostgres
+@testable import WorkflowPostgres
 import WorkflowStorage
 
 /// What only the PostgreSQL backend has: a server to reach, a schema with migrations, other
@@ -52,6 +52,29 @@ struct PostgresBackendTests {
         try Self.sql("UPDATE \(configuration.schema).wf_meta SET value = 999 WHERE name = 'format'")
         let error = #expect(throws: StorageFailure.self) { try PostgresStorage.open(configuration) }
         #expect(error?.kind == .newerFormat, "\(String(describing: error))")
+    }
+
+    @Test("a store of format 6 is migrated at open: its signal versions read with no trace context, new posts keep theirs")
+    func migratesFormatSix() throws {
+        let configuration = Self.fresh(), schema = configuration.schema
+        for statement in PostgresSchema.bootstrap + PostgresSchema.migrations.prefix(6).joined() {
+            _ = try Self.sql(PostgresSchema.sql(statement, schema: schema))
+        }
+        _ = try Self.sql("INSERT INTO \(schema).wf_meta (name, value) VALUES ('format', 6)")
+        let signal = UUID()
+        _ = try Self.sql("INSERT INTO \(schema).sig_signal (signal_id, latest, created_ns, updated_ns) VALUES ('\(signal)', 1, 1, 1)")
+        _ = try Self.sql(
+            "INSERT INTO \(schema).sig_version (signal_id, version, terminates, posted_ns, payload) VALUES ('\(signal)', 1, false, 1, '\\x6f6c64')")
+
+        let storage = try PostgresStorage.open(configuration)
+        #expect(try storage.statistics().formatVersion == PostgresSchema.format)
+        let signals = try storage.signalStorage()
+        var post = SignalPostRecord(signal: signal, payload: Array("new".utf8), terminates: false, idempotencyKey: nil)
+        post.traceContext = TraceContext(["traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"])
+        #expect(try signals.post([post], keepLatest: 5, at: 2, durability: nil) == [2])
+        let versions = try #require(try signals.versions(of: signal))
+        #expect(versions.map { String(decoding: $0.payload, as: UTF8.self) } == ["old", "new"])
+        #expect(versions.map(\.traceContext) == [TraceContext(), post.traceContext])
     }
 
     @Test("hosts opening a new store at once create it once, and each can use it")

@@ -41,6 +41,23 @@ struct SignalContractTests {
         #expect(summary.created == 1 && summary.updated == 20)
     }
 
+    @Test("a version keeps its poster's trace context, returned by reads and by the next delivery", arguments: BackendKind.allCases)
+    func traceContext(kind: BackendKind) throws {
+        let fresh = try kind.make(), signals = try fresh.backend.signalStorage()
+        let signal = UUID(), consumer = Self.consumer(signal)
+        _ = try signals.register(consumer, at: 1)
+        var traced = Self.post(signal, "traced")
+        traced.traceContext = TraceContext(["traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "tracestate": "é=1"])
+        #expect(try signals.post([Self.post(signal, "plain"), traced], keepLatest: 2, at: 10, durability: nil) == [1, 2])
+        let versions = try #require(try signals.versions(of: signal))
+        #expect(versions.map(\.traceContext) == [TraceContext(), traced.traceContext])
+        #expect(versions.map { String(decoding: $0.payload, as: UTF8.self) } == ["plain", "traced"])
+        try signals.mark(Self.mark(consumer.id, 1), durability: nil)
+        let next = try #require(try signals.nextDelivery(for: consumer.id))
+        #expect(next.version.version == 2 && next.version.traceContext == traced.traceContext)
+        #expect(String(decoding: next.version.payload, as: UTF8.self) == "traced")
+    }
+
     @Test("a post with an idempotency key already used appends nothing and returns the first post's version", arguments: BackendKind.allCases)
     func idempotency(kind: BackendKind) throws {
         let fresh = try kind.make(), signals = try fresh.backend.signalStorage()

@@ -26,7 +26,8 @@ struct SignalContents {
         record.updated = time
         records[post.signal] = record
         versions[post.signal, default: []].append(SignalVersionRecord(
-            signal: post.signal, version: record.latestVersion, payload: post.payload, terminates: post.terminates, posted: time))
+            signal: post.signal, version: record.latestVersion, payload: post.payload, terminates: post.terminates, posted: time,
+            traceContext: post.traceContext))
         if let key = post.idempotencyKey { idempotency[key] = (post.signal, record.latestVersion) }
         prune(post.signal, keepLatest: keepLatest)
         return record.latestVersion

@@ -71,13 +71,16 @@ public struct SignalVersionRecord: Sendable, Hashable {
     public var terminates: Bool
     /// When it was posted (nanoseconds since 1970).
     public var posted: Int64
+    /// The poster's trace context as its tracer injected it (empty when the poster traced nothing).
+    public var traceContext: TraceContext
 
-    public init(signal: UUID, version: UInt64, payload: [UInt8], terminates: Bool, posted: Int64) {
+    public init(signal: UUID, version: UInt64, payload: [UInt8], terminates: Bool, posted: Int64, traceContext: TraceContext = TraceContext()) {
         self.signal = signal
         self.version = version
         self.payload = payload
         self.terminates = terminates
         self.posted = posted
+        self.traceContext = traceContext
     }
 }
 
@@ -108,12 +111,15 @@ public struct SignalPostRecord: Sendable, Hashable {
     /// A key that makes the post idempotent: a second post with it appends nothing and returns
     /// the first one's version.
     public var idempotencyKey: String?
+    /// The poster's trace context, kept with the version for the span of its delivery.
+    public var traceContext: TraceContext
 
-    public init(signal: UUID, payload: [UInt8], terminates: Bool, idempotencyKey: String?) {
+    public init(signal: UUID, payload: [UInt8], terminates: Bool, idempotencyKey: String?, traceContext: TraceContext = TraceContext()) {
         self.signal = signal
         self.payload = payload
         self.terminates = terminates
         self.idempotencyKey = idempotencyKey
+        self.traceContext = traceContext
     }
 }
 
