@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 extension BinaryEncoding {
@@ -81,12 +82,20 @@ extension BinaryEncoding {
     final class StreamEncoderPool: Sendable {
         private let first = Atomic<Unmanaged<StreamEncoder>?>(nil)
         private let second = Atomic<Unmanaged<StreamEncoder>?>(nil)
+        /// Whether its encoders keep keyed containers for reuse (``StreamEncoder/container(keyedBy:)``).
+        let reusesKeyedContainers: Bool
+
+        /// A pool whose encoders keep keyed containers when `reusingKeyedContainers` and the
+        /// standard library's layout allows it (``StreamEncoder/containerIsItsBox``).
+        init(reusingKeyedContainers: Bool = BinaryEncoding.reusesKeyedContainersByDefault) {
+            reusesKeyedContainers = reusingKeyedContainers && StreamEncoder.containerIsItsBox
+        }
 
         func take() -> StreamEncoder {
             if let kept = first.exchange(nil, ordering: .acquiring) ?? second.exchange(nil, ordering: .acquiring) {
                 return kept.takeRetainedValue()
             }
-            return StreamEncoder()
+            return StreamEncoder(reusingKeyedContainers: reusesKeyedContainers)
         }
 
         func giveBack(_ encoder: StreamEncoder) {
@@ -109,6 +118,11 @@ extension BinaryEncoding {
             kept.release()
         }
     }
+
+    /// Whether stream encoders keep keyed containers for reuse, unless told otherwise: yes,
+    /// unless the environment variable `WORKFLOW_CODEC_REUSE_CONTAINERS` is `0` (the switch that
+    /// leaves the standard library's container layout alone; the bytes written are the same).
+    static let reusesKeyedContainersByDefault = ProcessInfo.processInfo.environment["WORKFLOW_CODEC_REUSE_CONTAINERS"] != "0"
 
     /// The stream gave up on this value (see ``StreamEncoder/abandon()``).
     struct StreamAbandoned: Error {}
@@ -142,6 +156,13 @@ extension BinaryEncoding {
         /// value of the same type in the same frame (see ``container(keyedBy:)``). Each holds
         /// this encoder, so ``forgetContainers()`` must run before the encoder is dropped.
         @exclusivity(unchecked) private var keyedContainers: [KeptContainer] = []
+        /// Whether keyed containers are kept at all (the pool's choice, true only where
+        /// ``containerIsItsBox``).
+        let reusesKeyedContainers: Bool
+
+        init(reusingKeyedContainers: Bool) {
+            reusesKeyedContainers = reusingKeyedContainers
+        }
 
         struct Frame {
             enum Kind { case pending, keyed, unkeyed, single }
@@ -360,7 +381,7 @@ extension BinaryEncoding {
                 return unsafeBitCast(box, to: KeyedEncodingContainer<Key>.self)
             }
             let container = KeyedEncodingContainer(StreamKeyedContainer<Key>(stream: self, frame: frame))
-            if frame >= 0, frame < Self.keptFrames, Self.containerIsItsBox {
+            if frame >= 0, frame < Self.keptFrames, reusesKeyedContainers {
                 while keyedContainers.count <= frame { keyedContainers.append(.none) }
                 keyedContainers[frame] = KeptContainer(keyType: keyType, box: unsafeBitCast(container, to: AnyObject.self))
             }
@@ -373,7 +394,7 @@ extension BinaryEncoding {
         /// it once per process, through reflection, before any bits are reinterpreted.
         static let containerIsItsBox: Bool = {
             enum ProbeKey: CodingKey { case probe }
-            let container = KeyedEncodingContainer(StreamKeyedContainer<ProbeKey>(stream: StreamEncoder(), frame: -1))
+            let container = KeyedEncodingContainer(StreamKeyedContainer<ProbeKey>(stream: StreamEncoder(reusingKeyedContainers: false), frame: -1))
             let fields = Array(Mirror(reflecting: container).children)
             guard fields.count == 1, MemoryLayout<KeyedEncodingContainer<ProbeKey>>.size == MemoryLayout<AnyObject>.size,
                 type(of: fields[0].value) is AnyClass else { return false }

@@ -147,7 +147,9 @@ struct PostgresHostsTests {
             }
             for id in orphans {
                 guard let resumed = ledger.resumed[id], resumed > killed else {
-                    Issue.record("kill \(kill): \(id) was not taken over")
+                    // What the hosts said about it, and every listing or resume that failed.
+                    let story = ledger.story.filter { $0.contains(" \(id) ") || $0.hasSuffix(" \(id)") || $0.contains("skip") || $0.contains("warning") || $0.hasSuffix("host ready") }
+                    Issue.record("kill \(kill): \(id) was not taken over; hosts \(hosts.map(\.machine)), the story:\n\(story.suffix(30).joined(separator: "\n"))")
                     continue
                 }
                 slowest = max(slowest, resumed - killed)
