@@ -250,6 +250,6 @@ struct EffectBatch {
         for worker in stopping { worker.stop(observers: observers, hostStopped: hostStopped) }
         for lifetime in ending { lifetime.end() }
         for (lifetime, action) in sideEffects where !lifetime.hasEnded { action(lifetime) }
-        for worker in starting where !worker.ended { worker.start(queue: queue, observers: observers) }
+        for worker in starting where !worker.hasEnded { worker.start(queue: queue, observers: observers) }
     }
 }

@@ -4,8 +4,11 @@ protocol WorkerRecordProtocol: AnyObject {
     var key: String { get }
     /// The log sequence of the render pass that first declared it (idempotency keys).
     var startSequence: UInt64 { get }
-    /// Set by the render pass that stops declaring it: its queued outputs are then discarded.
-    var ended: Bool { get set }
+    /// The render pass that stops declaring it ends it: its queued outputs are then discarded,
+    /// and the release of that pass's effects stops it.
+    func end()
+    /// Whether a render pass stopped declaring it (it is then never started).
+    var hasEnded: Bool { get }
     /// How its outputs are logged.
     var origin: ActionOrigin { get }
     /// The worker's type name.
@@ -20,6 +23,31 @@ protocol WorkerRecordProtocol: AnyObject {
     func deliver<Value, N: Workflow>(_ value: Value, to node: WorkflowNode<N>) -> WorkOutcome
 }
 
+/// Where a declared worker is in its life. A render pass declares it; the release of that pass's
+/// effects starts it, unless a later pass of the same batch already stopped declaring it; the
+/// pass that stops declaring it ends it (its outputs are discarded from then on), and the release
+/// of that pass's effects stops it.
+enum WorkerPhase {
+    /// Declared; the effects of its pass are held (during replay, or until a grouped commit).
+    case declared
+    /// Started: its task runs and its outputs are applied.
+    case running(Task<Void, Never>)
+    /// No longer declared: its outputs are discarded; its task, if it started, is cancelled when
+    /// it is stopped.
+    case ended(Task<Void, Never>?)
+    /// Stopped: its task (if any) is cancelled.
+    case stopped
+
+    var name: String {
+        switch self {
+        case .declared: "declared"
+        case .running: "running"
+        case .ended: "ended"
+        case .stopped: "stopped"
+        }
+    }
+}
+
 final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtocol {
     let id: UInt64
     let key: String
@@ -28,8 +56,7 @@ final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtoco
     let startSequence: UInt64
     let idempotencyKey: String?
     var outputMap: (W.Output) -> Action
-    var ended = false
-    private var task: Task<Void, Never>?
+    private var phase = WorkerPhase.declared
     /// The declaring node as observers see it, and its id: copied, because the record outlives
     /// its node (a render pass ends the node, and the worker is stopped after that pass). The
     /// record holds no reference to the node.
@@ -55,8 +82,28 @@ final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtoco
     /// and takes `outputMap`; one that has not started yet (its pass's effects are held: during
     /// replay, or until a grouped commit) starts with this latest declaration.
     func redeclare(_ worker: W, outputMap: @escaping (W.Output) -> Action) {
-        if task == nil { self.worker = worker }
+        if case .declared = phase { self.worker = worker }
         self.outputMap = outputMap
+    }
+
+    func end() {
+        switch phase {
+        case .declared: phase = .ended(nil)
+        case .running(let task): phase = .ended(task)
+        case .ended, .stopped: illegalTransition("end")
+        }
+    }
+
+    var hasEnded: Bool {
+        switch phase {
+        case .declared, .running: false
+        case .ended, .stopped: true
+        }
+    }
+
+    /// A transition the lifecycle does not have: a bug in the runtime, named for whoever reads it.
+    private func illegalTransition(_ transition: String) -> Never {
+        preconditionFailure("worker \(W.self) (key \"\(key)\") of \(nodeInfo.workflowType) cannot \(transition) when \(phase.name)")
     }
 
     var workerTypeName: String { "\(W.self)" }
@@ -64,9 +111,10 @@ final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtoco
     var wait: WorkerWait? { (worker as? any DescribedWorker)?.wait }
 
     func start(queue: any ActionQueue, observers: [any WorkflowObserver]) {
+        guard case .declared = phase else { illegalTransition("start") }
         let worker = self.worker, nodeID = self.nodeID, recordID = id, origin = self.origin
         let idempotencyKey = self.idempotencyKey
-        task = Task {
+        phase = .running(Task {
             await WorkerContext.$idempotencyKey.withValue(idempotencyKey) {
                 // Every value goes to the host, also after the worker was ended: the host reports
                 // it as discarded (rule R5). The sequence ends when the task is cancelled.
@@ -74,14 +122,16 @@ final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtoco
                     queue.enqueue(.work(WorkerDelivery(nodeID: nodeID, recordID: recordID, value: value, origin: origin)))
                 }
             }
-        }
+        })
         for observer in observers { observer.workerDidStart(node: nodeInfo, workerType: "\(W.self)", key: key) }
     }
 
     func stop(observers: [any WorkflowObserver], hostStopped: Bool) {
-        guard let task else { return }
+        guard case .ended(let started) = phase else { illegalTransition("stop") }
+        phase = .stopped
+        // One that never started has nothing to cancel and nobody to tell.
+        guard let task = started else { return }
         task.cancel()
-        self.task = nil
         if let observing = worker as? any EndObservingWorker {
             observing.didEnd(idempotencyKey: idempotencyKey, becauseHostStopped: hostStopped)
         }
@@ -89,7 +139,7 @@ final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtoco
     }
 
     func deliver<Value, N: Workflow>(_ value: Value, to declaring: WorkflowNode<N>) -> WorkOutcome {
-        guard !ended else { return .discarded(.workerEnded) }
+        guard case .running = phase else { return .discarded(.workerEnded) }
         guard let output = value as? W.Output else { return .discarded(.workerEnded) }
         guard let node = declaring as? WorkflowNode<Action.WorkflowType> else {
             preconditionFailure("worker \(W.self) of \(nodeInfo.workflowType) was handed a node of \(N.self)")

@@ -207,7 +207,7 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
     }
 
     private func end(_ worker: any WorkerRecordProtocol) {
-        worker.ended = true
+        worker.end()
         workersByID[worker.id] = nil
         runtime.effects.workersToStop.append(worker)
     }

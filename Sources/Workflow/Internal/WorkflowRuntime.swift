@@ -59,17 +59,17 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     private var pendingOutputSequences: [UInt64] = []
     @exclusivity(unchecked) private var pendingCompletions: [CheckedContinuation<SendError?, Never>] = []
     @exclusivity(unchecked) private var pendingFlushes: [CheckedContinuation<Void, Never>] = []
-    /// Whether something recorded since the last commit or hand-off is held (the open batch).
-    @exclusivity(unchecked) private var uncommitted = false
+    /// What was recorded since the last commit or hand-off (the open batch) and who commits it.
+    @exclusivity(unchecked) private var openBatch = OpenBatch.empty
     /// Batches being committed in the background, oldest first, with what each holds back; the
     /// oldest `sealedRenderings` pending renderings and `sealedOutputs` outputs belong to them.
     @exclusivity(unchecked) private var sealed: [SealedRelease] = []
     @exclusivity(unchecked) private var sealedRenderings = 0
     @exclusivity(unchecked) private var sealedOutputs = 0
-    /// The journal holds the open batch and will ask for its commit (`journalWantsCommit`).
-    @exclusivity(unchecked) private var commitDeferred = false
     @exclusivity(unchecked) private var callbacks: [UInt64: @Sendable (Any) -> Void] = [:]
-    @exclusivity(unchecked) private var stopped = false
+    @exclusivity(unchecked) private var run = RunState.running
+    /// Whether the host stopped (asked to, or by a failure): it applies nothing more.
+    private var stopped: Bool { run != .running }
     private var finish = FinishPhase.open
     private var finalOutput: Root.Output?
     /// Whether the root emitted its final output (a ``FinishingWorkflow``): no more actions.
@@ -236,9 +236,9 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             }
             // The queue ran empty: a durable host commits what is pending now, or (group commit)
             // a moment later unless someone is waiting for it.
-            if uncommitted {
+            if openBatch != .empty {
                 let waited = !pendingCompletions.isEmpty || !pendingFlushes.isEmpty
-                if waited || !commitDeferred {
+                if waited || openBatch == .held {
                     commitPendingAndRelease(waited ? .now : .whenDue)
                     continue
                 }
@@ -270,9 +270,9 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         case .unobserve(let id):
             callbacks[id] = nil
         case .flush(let waiter):
-            if uncommitted { commitPendingAndRelease(.now) }
+            if openBatch != .empty { commitPendingAndRelease(.now) }
             if let completion = waiter?.continuation {
-                if uncommitted {
+                if openBatch != .empty {
                     pendingFlushes.append(completion)
                 } else if !sealed.isEmpty {
                     sealed[sealed.count - 1].flushes.append(completion)
@@ -290,8 +290,14 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             acknowledge(through: sequence)
         case .stop(let waiter):
             if !stopped {
-                if uncommitted || !sealed.isEmpty { commitPendingAndRelease(.wait) }
-                stopped = true
+                if openBatch != .empty || !sealed.isEmpty { commitPendingAndRelease(.wait) }
+                // A failed commit has stopped it meanwhile: the stop has nothing more to do there
+                // than answer its waiter.
+                if stopped {
+                    waiter?.continuation.resume()
+                    return
+                }
+                run = .stopped
                 root.tearDown()
                 context.effects.release(queue: self, observers: context.observers, hostStopped: true)
                 endStreams()
@@ -306,7 +312,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     /// Resumes a `sendAndWait` once its action is committed (at once if it was not applied).
     private func settle(_ completion: CheckedContinuation<SendError?, Never>, outcome: WorkOutcome) {
         switch outcome {
-        case .applied where uncommitted:
+        case .applied where openBatch != .empty:
             pendingCompletions.append(completion)
         case .applied where !sealed.isEmpty:
             sealed[sealed.count - 1].completions.append(completion)
@@ -500,7 +506,8 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             // table, and every retain of it (each sink copied into a rendering) would take the
             // slow path.
             let progress = try journal.commitPending(urgency, listener: self)
-            if case .held = progress { commitDeferred = true }
+            // Held after being asked: the journal will ask for the commit itself (group commit).
+            if case .held = progress { openBatch = .deferred }
             follow(progress)
         } catch {
             fail(error)
@@ -511,12 +518,11 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     private func follow(_ progress: CommitProgress) {
         switch progress {
         case .committed:
-            uncommitted = false
-            commitDeferred = false
+            openBatch = .empty
             while !sealed.isEmpty { releaseSealed(sealed.removeFirst()) }
             releasePending()
         case .held:
-            uncommitted = true
+            if openBatch == .empty { openBatch = .held }
         case .committing:
             sealed.append(SealedRelease(
                 through: context.currentSequence, renderings: pendingRenderings.count - sealedRenderings,
@@ -527,8 +533,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             context.effects = EffectBatch()
             pendingCompletions.removeAll()
             pendingFlushes.removeAll()
-            uncommitted = false
-            commitDeferred = false
+            openBatch = .empty
         }
     }
 
@@ -663,8 +668,8 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     }
 
     private func stopWithoutReleasing() {
-        stopped = true
-        uncommitted = false
+        run = .failed
+        openBatch = .empty
         // Batches still being committed: their effects never start, but workers and side
         // effects they ended (started by earlier, released batches) are ended below.
         for batch in sealed {
@@ -811,6 +816,26 @@ private enum FinishPhase {
     case recorded(through: UInt64)
     /// Delivered to `completion`.
     case settled
+}
+
+/// What the open batch of a durable host holds, and who asks for its commit.
+private enum OpenBatch {
+    /// Nothing recorded since the last commit or hand-off.
+    case empty
+    /// Entries the runtime commits when its queue runs empty (or at once when someone waits).
+    case held
+    /// Entries the journal holds for a group commit and will ask for (`journalWantsCommit`),
+    /// unless someone waits for them first.
+    case deferred
+}
+
+/// Whether the host runs.
+private enum RunState {
+    case running
+    /// Stopped when asked, after committing and releasing what it held.
+    case stopped
+    /// Stopped without releasing anything uncommitted: a journal failure, or an inspection.
+    case failed
 }
 
 /// What the drainer is doing, for the "sent during render" check.
