@@ -82,3 +82,39 @@ public struct PendingDelivery: Sendable, Hashable, Codable {
     /// The versions it will be given next, in order.
     public let versions: [UInt64]
 }
+
+extension SignalCenter {
+    // MARK: Inspection
+
+    /// Every signal record with its retained versions and consumer count.
+    public func signals() throws -> [SignalInfo] {
+        try storage { () throws(StorageFailure) in try signalStorage.signals() }.map(SignalInfo.init)
+    }
+
+    /// The retained versions of `signal`, oldest first.
+    public func versions(of signal: SignalID) throws -> [SignalDelivery] {
+        guard let versions = try storage({ () throws(StorageFailure) in try signalStorage.versions(of: signal.uuid) }) else {
+            throw SignalError(.unknownSignal, store: path, signal: signal, detail: "no signal record has this id",
+                              recovery: "List signals with `wfctl signals \(path)`")
+        }
+        return versions.map { SignalDelivery($0, consumer: nil) }
+    }
+
+    /// Every consumer (of `signal`, if given) with its position.
+    public func consumers(of signal: SignalID? = nil) throws -> [ConsumerInfo] {
+        try storage { () throws(StorageFailure) in try signalStorage.consumers() }
+            .filter { signal == nil || $0.signal == signal?.uuid }.map(ConsumerInfo.init)
+    }
+
+    /// Every consumer with versions it has not been given yet, and those versions.
+    public func pendingDeliveries() throws -> [PendingDelivery] {
+        let retained = try storage { () throws(StorageFailure) in
+            Dictionary(uniqueKeysWithValues: try signalStorage.signals().map { ($0.id, $0.retainedVersions) })
+        }
+        return try consumers().compactMap { consumer in
+            let waiting = (retained[consumer.signal.uuid] ?? []).filter { $0 > consumer.lastDelivered }
+            let versions = consumer.coalescing == .latestOnly ? Array(waiting.suffix(1)) : waiting
+            return versions.isEmpty ? nil : PendingDelivery(consumer: consumer, versions: versions)
+        }
+    }
+}

@@ -1,0 +1,143 @@
+import Synchronization
+import WorkflowLocks
+
+/// The release of held consequences once the journal committed the entries that caused them.
+extension WorkflowRuntime {
+    func commitPendingAndRelease(_ urgency: CommitUrgency) {
+        guard let journal else { return }
+        do {
+            // The journal holds the runtime strongly (as its listener) only while a deferred or
+            // background commit is under way: a weak reference would give the runtime a side
+            // table, and every retain of it (each sink copied into a rendering) would take the
+            // slow path.
+            let progress = try journal.commitPending(urgency, listener: self)
+            // Held after being asked: the journal will ask for the commit itself (group commit).
+            if case .held = progress { openBatch = .deferred }
+            follow(progress)
+        } catch {
+            fail(error)
+        }
+    }
+
+    /// Releases, holds or seals what is pending, as the journal's answer says.
+    func follow(_ progress: CommitProgress) {
+        switch progress {
+        case .committed:
+            openBatch = .empty
+            while !sealed.isEmpty { releaseSealed(sealed.removeFirst()) }
+            releasePending()
+        case .held:
+            if openBatch == .empty { openBatch = .held }
+        case .committing:
+            sealed.append(SealedRelease(
+                through: context.currentSequence, renderings: pendingRenderings.count - sealedRenderings,
+                outputs: pendingOutputs.count - sealedOutputs, effects: context.effects,
+                completions: pendingCompletions, flushes: pendingFlushes))
+            sealedRenderings = pendingRenderings.count
+            sealedOutputs = pendingOutputs.count
+            context.effects = EffectBatch()
+            pendingCompletions.removeAll()
+            pendingFlushes.removeAll()
+            openBatch = .empty
+        }
+    }
+
+    /// Releases what a batch committed in the background held back, in the order it was held.
+    func releaseSealed(_ batch: SealedRelease) {
+        setPhase(.releasing)
+        var effects = batch.effects
+        effects.release(queue: self, observers: context.observers)
+        if callbacks.isEmpty {
+            pendingRenderings.drain(prefix: batch.renderings, movingRun: publisher.publish(movingAll:count:))
+        } else {
+            pendingRenderings.drain(prefix: batch.renderings, movingEach: publish(movingFrom:))
+        }
+        sealedRenderings -= batch.renderings
+        if batch.outputs > 0 { deliverOutputs(prefix: batch.outputs) }
+        for completion in batch.completions { completion.resume(returning: nil) }
+        for flush in batch.flushes { flush.resume() }
+        if case .recorded(let through) = finish, through <= batch.through { settleFinish() }
+        setPhase(.idle)
+    }
+
+    /// Publishes pending renderings (each, in order), delivers outputs, stops and starts workers
+    /// and side effects, and resumes waiters.
+    func releasePending() {
+        setPhase(.releasing)
+        context.effects.release(queue: self, observers: context.observers)
+        pendingRenderings.drain(movingEach: publish(movingFrom:))
+        if !pendingOutputs.isEmpty { deliverOutputs() }
+        if !pendingCompletions.isEmpty {
+            for completion in pendingCompletions { completion.resume(returning: nil) }
+            pendingCompletions.removeAll()
+        }
+        if !pendingFlushes.isEmpty {
+            for flush in pendingFlushes { flush.resume() }
+            pendingFlushes.removeAll()
+        }
+        if case .recorded = finish { settleFinish() }
+        setPhase(.idle)
+    }
+
+    /// Makes the rendering at `pending` the host's current one (it moves into the publisher,
+    /// leaving `pending` uninitialised), for its streams, then its callbacks.
+    func publish(movingFrom pending: UnsafeMutablePointer<Root.Rendering>) {
+        if callbacks.isEmpty {
+            publisher.publish(movingFrom: pending)
+        } else {
+            let rendering = pending.pointee
+            publisher.publish(movingFrom: pending)
+            for callback in callbacks.values { callback(rendering) }
+        }
+    }
+
+    /// Out of line so that the output stream's metadata is looked up only when there are outputs.
+    @inline(never)
+    func deliverOutputs() {
+        if acknowledgedOutputs { return deliverAcknowledgeable(count: pendingOutputs.count) }
+        pendingOutputs.drain { outputContinuation.yield($0) }
+    }
+
+    @inline(never)
+    func deliverOutputs(prefix: Int) {
+        if acknowledgedOutputs {
+            deliverAcknowledgeable(count: prefix)
+        } else {
+            pendingOutputs.drain(prefix: prefix) { outputContinuation.yield($0) }
+        }
+        sealedOutputs -= prefix
+    }
+
+    /// Delivers the oldest `count` pending outputs with their sequences.
+    func deliverAcknowledgeable(count: Int) {
+        var index = 0
+        pendingOutputs.drain(prefix: count) { output in
+            acknowledgeableContinuation.yield(RootOutput(sequence: pendingOutputSequences[index], value: output))
+            index += 1
+        }
+        pendingOutputSequences.removeFirst(count)
+    }
+}
+
+/// What a batch handed to the journal's background commit holds back until it is committed.
+struct SealedRelease {
+    /// The batch's last sequence.
+    let through: UInt64
+    /// How many of the oldest pending renderings and outputs are the batch's.
+    let renderings: Int
+    let outputs: Int
+    var effects: EffectBatch
+    var completions: [CheckedContinuation<SendError?, Never>]
+    var flushes: [CheckedContinuation<Void, Never>]
+}
+
+/// What the open batch of a durable host holds, and who asks for its commit.
+enum OpenBatch {
+    /// Nothing recorded since the last commit or hand-off.
+    case empty
+    /// Entries the runtime commits when its queue runs empty (or at once when someone waits).
+    case held
+    /// Entries the journal holds for a group commit and will ask for (`journalWantsCommit`),
+    /// unless someone waits for them first.
+    case deferred
+}
