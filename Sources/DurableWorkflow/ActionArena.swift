@@ -1,8 +1,8 @@
 /// The actions of one commit batch, each stored unboxed, at its type's alignment, in chunks of
 /// memory that never move; freed (each value deinitialized first) with the arena. The host's
 /// thread stores an action as it records it; the writer reads it in place through its address to
-/// encode it. An action kept as an existential instead was boxed on the host's thread, and copied
-/// out, projected and destroyed on the writer's: together a tenth of a small action's commit.
+/// encode it. An action kept as an existential would be boxed on the host's thread, and copied
+/// out, projected and destroyed on the writer's.
 //
 // @unchecked Sendable, so that a batch holding its arena can be handed to the writer's thread:
 // an arena is written (`store`) only by the thread running its host, while its batch is the

@@ -137,7 +137,7 @@ enum BinaryDecoding {
 
     /// ``DecoderImpl`` for the value at the root (no coding path), as a struct of three words: it
     /// fits in the existential `init(from:)` receives, so decoding a payload allocates no decoder
-    /// (allocating and freeing one cost a tenth of replaying a small action).
+    /// (an allocation per payload would be a noticeable part of replaying a small action).
     struct RootDecoder: Decoder {
         let input: Input
         let offset: Int

@@ -77,8 +77,8 @@ extension BinaryEncoding {
     /// Stream encoders kept for the next encoding: an encoder and its buffers cost more to
     /// allocate and free than a small value costs to encode. Two slots, because a durable host
     /// encodes on two threads at once (states for digests on the host's, payloads on the
-    /// writer's); each is taken and given back with one atomic exchange (a mutex-guarded list
-    /// cost a tenth of a small action's encoding).
+    /// writer's); each is taken and given back with one atomic exchange, cheaper than a lock
+    /// around a list.
     final class StreamEncoderPool: Sendable {
         private let first = Atomic<Unmanaged<StreamEncoder>?>(nil)
         private let second = Atomic<Unmanaged<StreamEncoder>?>(nil)
@@ -133,8 +133,8 @@ extension BinaryEncoding {
     /// order (the last value of a repeated key wins) and counted when its frame is finished; an
     /// array's count is put in front of its elements then.
     ///
-    /// Used by one encoding on one thread, so its storage skips dynamic exclusivity checks
-    /// (they cost more than the writes they guarded).
+    /// Used by one encoding on one thread, so its storage skips dynamic exclusivity checks, which
+    /// would cost more than the small writes they guard.
     // @unchecked Sendable, only so a ``StreamEncoderPool`` can keep it between encodings: an
     // encoder is reachable only from the pool (in one of its atomic slots) or from the one `stream` call
     // that took it, which uses it on its own thread and gives it back when done; the containers it
@@ -192,8 +192,8 @@ extension BinaryEncoding {
         /// Frames below this id keep their keyed container.
         static let keptFrames = 8
 
-        /// Not tracked: keeping each frame's key cost a sixth of a small value's encoding, and
-        /// few values ask. A value that asks is handed to the tree, which knows its path (the
+        /// Not tracked: keeping each frame's key would add to every value's encoding, and few
+        /// values ask. A value that asks is handed to the tree, which knows its path (the
         /// stream's bytes are discarded, so the answer given here is never used).
         var codingPath: [any CodingKey] {
             _ = abandon()
@@ -289,8 +289,8 @@ extension BinaryEncoding {
             let top = frames.count - 1
             if frames[top].kind == .pending {
                 frames[top].kind = kind
-                // The tag, then a count byte set when the frame is finished (inserting the count
-                // in front of the entries then cost a tenth of a small value's encoding).
+                // The tag, then a count byte set when the frame is finished: one byte holds the
+                // count of most containers, so the entries rarely move to make room.
                 if kind == .keyed { bytes.append(BinaryTag.map.rawValue); bytes.append(0) }
                 if kind == .unkeyed { bytes.append(BinaryTag.array.rawValue); bytes.append(0) }
                 return frames[top].id
@@ -371,8 +371,7 @@ extension BinaryEncoding {
         /// A keyed container holds nothing but this encoder and its frame id, so the one handed
         /// out for a frame id and key type serves every later value of that type in that frame.
         /// Reusing it skips making one: two generic metadata lookups (our container, the standard
-        /// library's box around it) and a box allocated and freed, a third of a small value's
-        /// encoding.
+        /// library's box around it) and a box allocated and freed.
         func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
             let frame = valueFrame(as: .keyed) ?? -1
             let keyType = ObjectIdentifier(type)

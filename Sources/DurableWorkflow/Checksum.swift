@@ -7,7 +7,7 @@ struct FNV1a64 {
         guard var byte = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
         let end = byte + bytes.count
         var hash = value
-        // A pointer walk: the buffer's iterator cost twice as many instructions per byte.
+        // A pointer walk: the buffer's iterator checks bounds on every byte.
         while byte < end {
             hash = (hash ^ UInt64(byte.pointee)) &* 0x0000_0100_0000_01B3
             byte += 1

@@ -1,8 +1,8 @@
 import Workflow
 
 /// Encoders for values whose types are known only at run time (actions, node states), looked up
-/// once per type: casting a value to `DurableAction` or `Encodable` cost more than encoding a
-/// small one, so each type is cast once and its encoder kept. Not thread-safe: each journal and
+/// once per type: casting a value to `DurableAction` or `Encodable` is a conformance lookup that
+/// costs more than encoding a small value, so each type is cast once and its encoder kept. Not thread-safe: each journal and
 /// each replay has its own.
 final class EncoderCache {
     /// A buffer the cache's user encodes into and reads before the next encoding (digests).
@@ -74,9 +74,9 @@ final class EncoderCache {
 
 /// Appends the encoding of the value at a pointer to the type it was made for (an action or a
 /// node's state): a static requirement of an empty generic type, held as a metatype, which has no
-/// reference count and is copied as two words. (A closure's context was retained on the host's
-/// thread and released on the writer's for every entry, and the two threads fought over its
-/// cache line; an existential of an empty struct cost witness calls to copy and destroy.)
+/// reference count and is copied as two words: a closure's context would be retained on the
+/// host's thread and released on the writer's for every entry (one cache line shared by two
+/// threads), and an existential of an empty struct needs witness calls to copy and destroy.
 protocol ValueEncoding: Sendable {
     static func encode(_ pointer: UnsafeRawPointer, codec: any PayloadCodec, into bytes: inout [UInt8]) throws
     /// Hashes the bytes `encode` would append, without making them, when that is cheaper (a

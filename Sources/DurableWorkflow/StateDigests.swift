@@ -1,9 +1,8 @@
 import Workflow
 
 /// Computes the digest of rule D4 for one instance: every node's path and encoded state, hashed in
-/// path order. Made once per journal or replay, so that a digest copies nothing per call (a
-/// digester carrying the codec and the names by value cost a tenth of a grouped action to build
-/// and destroy). Not thread-safe: used on the thread running the host or the replay.
+/// path order. Made once per journal or replay, so that a digest copies nothing per call (no
+/// codec or names carried by value into each digest). Not thread-safe: used on the thread running the host or the replay.
 final class StateDigests {
     private let encoders: EncoderCache
     private let codec: any PayloadCodec
@@ -92,8 +91,8 @@ final class StateDigests {
     private func combine(state: UnsafeRawPointer, encoding: any ValueEncoding.Type, path pathDescription: String, into hash: inout FNV1a64) throws {
         if encoding.hashEncoding(state, into: &hash) { return }
         do {
-            // Encoded after what earlier states left (emptying the buffer every time cost more
-            // than hashing a small state); emptied once it grows.
+            // Encoded after what earlier states left (emptying the buffer every time would cost
+            // more than hashing a small state); emptied once it grows.
             if encoders.scratch.count > 4096 { encoders.scratch.removeAll(keepingCapacity: true) }
             let start = encoders.scratch.count
             try encoding.encode(state, codec: codec, into: &encoders.scratch)

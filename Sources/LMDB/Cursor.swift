@@ -147,8 +147,8 @@ extension Cursor where Mode == ReadWrite {
     /// Reserves `size` bytes for the key whose encoding is `key`, as ``reserve(_:forKey:_:)`` does,
     /// or with `append` as ``reserveAtEnd(_:forKey:_:)`` does, and returns the space to fill before
     /// the next write in the transaction; `nil` when an append found a key at or after `key`. For
-    /// loops that write many entries: no closure and no generic key encoding per entry (through
-    /// them, the wrapper cost half as much as LMDB's own insert).
+    /// loops that write many entries: no closure and no generic key encoding per entry, whose
+    /// cost would rival LMDB's own insert.
     public func reserve(_ size: Int, forKeyBytes key: UnsafeRawBufferPointer, append: Bool) throws(LMDBError) -> UnsafeMutableRawBufferPointer? {
         if key.count == 0 || key.count > maxKeySize { try checkKeySize(key, in: environment, "cursor put into \(database.label)") }
         var keyVal = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))

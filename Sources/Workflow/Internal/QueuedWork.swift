@@ -10,9 +10,9 @@ protocol ActionQueue: AnyObject, Sendable {
 ///
 /// Every payload has a size known when this module is compiled: continuations come boxed
 /// (``Waiter``). `CheckedContinuation` is a struct of a module built for library evolution, so
-/// its size is known only at run time; carried inline it made the whole enum's layout a run-time
-/// one, and every send paid for metadata lookups and value-witness calls to copy, tag and destroy
-/// its item (a quarter of an in-memory action).
+/// its size is known only at run time; carried inline it would make the whole enum's layout a
+/// run-time one, and every send would pay for metadata lookups and value-witness calls to copy,
+/// tag and destroy its item.
 enum QueueItem: Sendable {
     /// An action sent through a sink to the node that declared it.
     case send(NodeID, any WorkflowAction)

@@ -155,7 +155,7 @@ final class RuntimeContext: RuntimeTree {
     }
 
     /// The live node with `id`; sends come to the same node in a row, so the last answer is kept
-    /// (hashing the id cost more than the rest of finding the node).
+    /// (hashing the id costs more than the rest of finding the node).
     func node(id: NodeID) -> (any AnyWorkflowNode)? {
         if let lastIDNode, lastIDNode.id == id { return lastIDNode }
         lastIDNode = nodes[id]

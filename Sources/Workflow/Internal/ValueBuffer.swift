@@ -3,7 +3,7 @@
 ///
 /// The runtime is generic over the user's workflow types and runs unspecialised; every use of
 /// `Array<Element>` there asks the Swift runtime for the metadata of that array type (a hash
-/// lookup), which cost a third of a one-node action. The buffer reaches its elements through a
+/// lookup) on the path of every action. The buffer reaches its elements through a
 /// pointer whose element type comes from the instance itself, so appending, visiting and
 /// emptying cost no lookups. Also the host's first-in-first-out queue (``popFirst(into:)``): popping
 /// moves the element out and moves nothing else. Drainer-only, like the rest of the runtime's

@@ -32,7 +32,7 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
     // Exclusivity is not checked dynamically on these properties: they are touched only by the
     // thread currently draining the host's queue, and no access to one of them overlaps another
     // access to the same property (user code run during an access — apply, render — cannot reach
-    // the node). Dynamic checks cost a quarter of a render pass.
+    // the node). Dynamic checks on every access would be a large part of a render pass.
 
     let id: NodeID
     let info: NodeInfo

@@ -136,7 +136,7 @@ enum Phase: UInt8 {
 }
 
 /// What an `enqueue` made of its thread. (Outside the runtime: a type nested in a generic class
-/// is generic too, and its metadata was looked up on every send.)
+/// is generic too, and its metadata would be looked up on every send.)
 enum DrainClaim {
     /// Another thread drains: the item waits in the queue for it.
     case queued

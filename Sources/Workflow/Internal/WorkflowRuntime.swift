@@ -49,7 +49,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     let journal: (any RuntimeJournal)?
 
     // Drainer-only state (see above); exclusivity is not checked dynamically on it.
-    /// A constant, so that reaching it costs no retain (an optional `var` was retained and
+    /// A constant, so that reaching it costs no retain (an optional `var` is retained and
     /// released around uses).
     let context: RuntimeContext
     let root: WorkflowNode<Root>
