@@ -51,10 +51,12 @@ let package = Package(
         // The storage protocol the engine speaks, knowing no backend, and the in-memory backend.
         .target(name: "WorkflowStorage", dependencies: ["WorkflowLocks"]),
         // The durable engine: every applied action in a store's log, state rebuilt by replay.
+        // The payload codecs: the binary format (docs/binary-codec.md) and its routes, JSON.
+        .target(name: "WorkflowCodec"),
         .target(
             name: "DurableWorkflow",
             dependencies: [
-                "Workflow", "WorkflowStorage", "WorkflowLocks",
+                "Workflow", "WorkflowStorage", "WorkflowLocks", "WorkflowCodec",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
@@ -166,7 +168,7 @@ let package = Package(
             name: "DurableWorkflowTests",
             dependencies: [
                 "DurableWorkflow", "Workflow", "WorkflowTesting", "WorkflowStorage", "WorkflowLMDB", "LMDB", "TestSupport", "TestWorkflows",
-                "wf-test-child", "counter-demo", "WorkflowLocks",
+                "wf-test-child", "counter-demo", "WorkflowLocks", "WorkflowCodec",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),

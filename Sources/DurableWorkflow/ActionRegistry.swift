@@ -15,7 +15,7 @@ public struct ActionRegistry: Sendable {
     typealias Decoder = @Sendable (UnsafeRawBufferPointer, any PayloadCodec) throws -> any DurableAction
 
     /// How one tag and version is decoded: through `Codable`, and for a current
-    /// ``BinaryPayloadRepresentable`` type also by the type itself.
+    /// `BinaryPayloadRepresentable` type also by the type itself.
     struct Decoders: Sendable {
         let codable: Decoder
         let own: Decoder?
@@ -61,7 +61,7 @@ public struct ActionRegistry: Sendable {
     public func knows(tag: String, version: Int) -> Bool { decoders[Key(tag: tag, version: version)] != nil }
 
     /// The decoder of `tag` at `version`; with `ownBytes` (the instance's codec is
-    /// ``BinaryPayloadCodec``), the type's own when it has one.
+    /// `BinaryPayloadCodec`), the type's own when it has one.
     func decoder(tag: String, version: Int, ownBytes: Bool) -> Decoder? {
         guard let found = decoders[Key(tag: tag, version: version)] else { return nil }
         return ownBytes ? found.own ?? found.codable : found.codable

@@ -53,7 +53,7 @@ public struct DurableConfiguration: Sendable {
     /// The action types this host's log can hold.
     public var actions: ActionRegistry
     /// How payloads and states become bytes. By default a new instance uses
-    /// ``BinaryPayloadCodec`` and an existing one the codec it was started with; a codec set
+    /// `BinaryPayloadCodec` and an existing one the codec it was started with; a codec set
     /// here must be the one the instance was started with (else ``DurableError/Kind/codecMismatch``).
     public var codec: any PayloadCodec {
         didSet { codecIsChosen = true }

@@ -39,7 +39,7 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
         case instanceCancelled
         /// The configuration's codec is not the one the instance was written with.
         case codecMismatch
-        /// A ``BinaryPayloadRepresentable`` type writes other bytes than `Codable` does for the same
+        /// A `BinaryPayloadRepresentable` type writes other bytes than `Codable` does for the same
         /// value, or cannot read its own bytes back.
         case payloadMismatch
         /// The underlying store failed (see `storageFailure`).

@@ -24,8 +24,8 @@ final class EncoderCache {
 
     @exclusivity(unchecked) private var actions = PerType<ActionEncoder>()
     @exclusivity(unchecked) private var states = PerType<any ValueEncoding.Type>()
-    /// Whether ``BinaryPayloadRepresentable`` types write their own bytes (the codec is
-    /// ``BinaryPayloadCodec``); otherwise every type goes through `Codable`.
+    /// Whether `BinaryPayloadRepresentable` types write their own bytes (the codec is
+    /// `BinaryPayloadCodec`); otherwise every type goes through `Codable`.
     private let ownBytes: Bool
 
     init(codec: any PayloadCodec) {
@@ -94,15 +94,15 @@ private enum TypedEncoding<E: Encodable>: ValueEncoding {
     }
 }
 
-/// Appends the marker and the bytes a ``BinaryPayloadRepresentable`` writes itself (equal to its
-/// `Codable` encoding by ``BinaryPayloadCodec``, checked before this is used).
+/// Appends the marker and the bytes a `BinaryPayloadRepresentable` writes itself (equal to its
+/// `Codable` encoding by `BinaryPayloadCodec`, checked before this is used).
 private enum OwnEncoding<R: BinaryPayloadRepresentable>: ValueEncoding {
     static func encode(_ pointer: UnsafeRawPointer, codec: any PayloadCodec, into bytes: inout [UInt8]) throws {
         BinaryPayloadWriter.append(pointer.assumingMemoryBound(to: R.self).pointee, to: &bytes)
     }
 }
 
-/// Appends the marker and a primitive value's bytes: what ``BinaryPayloadCodec`` writes for it,
+/// Appends the marker and a primitive value's bytes: what `BinaryPayloadCodec` writes for it,
 /// without the trip through the codec and its pool of encoders (an `Int` state is common).
 private enum PrimitiveEncoding<T>: ValueEncoding {
     static func encode(_ pointer: UnsafeRawPointer, codec: any PayloadCodec, into bytes: inout [UInt8]) throws {

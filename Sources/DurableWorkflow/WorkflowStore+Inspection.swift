@@ -9,7 +9,7 @@ public struct StateTree: Sendable {
         public let path: NodePath
         /// Its state, encoded with the instance's codec.
         public let encodedState: [UInt8]
-        /// The encoded state as JSON text (``BinaryPayloadCodec`` and JSON codecs; other codecs'
+        /// The encoded state as JSON text (`BinaryPayloadCodec` and JSON codecs; other codecs'
         /// bytes read as UTF-8).
         public var stateText: String { BinaryPayloadCodec.jsonText(encodedState) ?? String(decoding: encodedState, as: UTF8.self) }
     }

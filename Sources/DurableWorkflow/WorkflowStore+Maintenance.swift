@@ -5,7 +5,7 @@ extension WorkflowStore {
     /// Creates instance `id` with exactly `entries` as its log (sequences 1...n, in order): the
     /// import half of a lossless export/import. Snapshots are not imported (they are derived).
     /// `codec` names the codec the entries were written with (default: judged from the first
-    /// entry, ``BinaryPayloadCodec`` or ``JSONPayloadCodec``).
+    /// entry, `BinaryPayloadCodec` or `JSONPayloadCodec`).
     public func importInstance(
         id: String, workflowType: String, status: InstanceStatus, created: WallTime, entries: [LogEntry], codec: String? = nil
     ) throws {

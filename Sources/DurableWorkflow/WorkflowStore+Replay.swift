@@ -112,7 +112,7 @@ extension WorkflowStore {
         var tag = ""
         var version = -1
         var decode: ActionRegistry.Decoder?
-        /// Whether types that read their own bytes do (the codec is ``BinaryPayloadCodec``).
+        /// Whether types that read their own bytes do (the codec is `BinaryPayloadCodec`).
         let ownBytes: Bool
         let digests: StateDigests
 

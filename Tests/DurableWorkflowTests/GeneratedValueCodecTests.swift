@@ -1,4 +1,4 @@
-@testable import DurableWorkflow
+@testable import WorkflowCodec
 import Foundation
 import Testing
 

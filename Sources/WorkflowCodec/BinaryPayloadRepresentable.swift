@@ -9,7 +9,7 @@
 ///
 /// The engine trusts a type only after checking it: the first value of each type a host logs or
 /// digests is encoded both ways and read back (``BinaryPayloadCodec/checkOwnEncoding(of:)``), and a
-/// difference stops the host with ``DurableError/Kind/payloadMismatch``. When reading a payload
+/// difference stops the host with `DurableError.Kind.payloadMismatch`. When reading a payload
 /// throws or leaves bytes unread, replay decodes it through `Codable` instead. With any other codec
 /// the type is encoded through `Codable` as usual.
 ///
@@ -48,8 +48,8 @@ public struct BinaryPayloadMismatch: Error, Sendable, CustomStringConvertible {
         "\(type): \(detail) (Codable wrote \(codableBytes), writeBinaryPayload wrote \(ownBytes))"
     }
 
-    /// What to do, for the ``DurableError`` the engine throws.
-    static let recovery = "Make writeBinaryPayload(to:) write what Codable writes and init(binaryPayload:) read it back "
+    /// What to do, for the `DurableError` the engine throws.
+    package static let recovery = "Make writeBinaryPayload(to:) write what Codable writes and init(binaryPayload:) read it back "
         + "(test values with BinaryPayloadCodec().checkOwnEncoding(of:)), or drop the BinaryPayloadRepresentable conformance"
 }
 

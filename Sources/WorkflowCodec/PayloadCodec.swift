@@ -1,7 +1,7 @@
 import Foundation
 
 /// How action payloads, props, and node states are turned into bytes: ``BinaryPayloadCodec`` by
-/// default, ``JSONPayloadCodec`` or your own through ``DurableConfiguration/codec``. The encoding
+/// default, ``JSONPayloadCodec`` or your own through `DurableConfiguration.codec`. The encoding
 /// must be deterministic for equal values (digests compare encodings). Each instance records the
 /// ``name`` of the codec it was started with and is always read and written with that codec.
 public protocol PayloadCodec: Sendable {
@@ -33,8 +33,8 @@ extension PayloadCodec {
 }
 
 /// The codecs a store knows by name, for instances whose configuration does not choose one.
-enum BuiltInCodecs {
-    static func codec(named name: String) -> (any PayloadCodec)? {
+package enum BuiltInCodecs {
+    package static func codec(named name: String) -> (any PayloadCodec)? {
         switch name {
         case JSONPayloadCodec.codecName: return JSONPayloadCodec()
         case BinaryPayloadCodec.codecName: return BinaryPayloadCodec()
@@ -43,7 +43,7 @@ enum BuiltInCodecs {
     }
 
     /// The codec that wrote `payload`, judged by its first byte (for imported logs).
-    static func name(ofPayload payload: [UInt8]) -> String {
+    package static func name(ofPayload payload: [UInt8]) -> String {
         payload.first == BinaryPayloadCodec.marker ? BinaryPayloadCodec.codecName : JSONPayloadCodec.codecName
     }
 }

@@ -15,7 +15,7 @@ public struct BinaryPayloadWriter {
     init(bytes: [UInt8]) { self.bytes = bytes }
 
     /// Appends the marker and `value`'s own bytes to `out`.
-    static func append<T: BinaryPayloadRepresentable>(_ value: T, to out: inout [UInt8]) {
+    package static func append<T: BinaryPayloadRepresentable>(_ value: T, to out: inout [UInt8]) {
         out.append(BinaryPayloadCodec.marker)
         var writer = BinaryPayloadWriter(bytes: [])
         swap(&writer.bytes, &out)

@@ -15,7 +15,7 @@ public struct BinaryPayloadReader {
     }
 
     /// A `T` read from a whole encoding (marker first); throws when bytes are left over.
-    static func read<T: BinaryPayloadRepresentable>(_ type: T.Type, from bytes: UnsafeRawBufferPointer) throws -> T {
+    package static func read<T: BinaryPayloadRepresentable>(_ type: T.Type, from bytes: UnsafeRawBufferPointer) throws -> T {
         guard bytes.first == BinaryPayloadCodec.marker else {
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "not a BinaryPayloadCodec encoding (no 0xB1 marker)"))
         }

@@ -32,7 +32,7 @@ extension BinaryEncoding {
 
     /// Writes `value` if it is one of the primitives written without running `encode(to:)`.
     @inline(__always)
-    static func writePrimitive<T>(_ value: T, to out: inout [UInt8]) -> Bool {
+    package static func writePrimitive<T>(_ value: T, to out: inout [UInt8]) -> Bool {
         if T.self == Int.self { writeInt(Int64(unsafeBitCast(value, to: Int.self)), to: &out) }
         else if T.self == String.self { writeTaggedString(unsafeBitCast(value, to: String.self), to: &out) }
         else if T.self == Bool.self { writeBool(unsafeBitCast(value, to: Bool.self), to: &out) }
@@ -45,7 +45,7 @@ extension BinaryEncoding {
     }
 
     /// Whether ``writePrimitive(_:to:)`` writes values of type `T`.
-    static func isPrimitive<T>(_ type: T.Type) -> Bool {
+    package static func isPrimitive<T>(_ type: T.Type) -> Bool {
         T.self == Int.self || T.self == String.self || T.self == Bool.self || T.self == Double.self
             || T.self == Int64.self || T.self == UInt64.self || T.self == UInt8.self
     }
@@ -54,7 +54,7 @@ extension BinaryEncoding {
         out.append(value ? BinaryTag.true.rawValue : BinaryTag.false.rawValue)
     }
 
-    static func writeInt(_ value: Int64, to out: inout [UInt8]) {
+    package static func writeInt(_ value: Int64, to out: inout [UInt8]) {
         out.append(BinaryTag.int.rawValue)
         writeVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)), to: &out)
     }
