@@ -49,6 +49,26 @@ struct PostgresHostsTests {
         }
     }
 
+    /// Who holds `id` and which hosts the store counts as live, read from the server (for a
+    /// failure's message).
+    static func ownershipDump(_ id: String, schema: String) -> String {
+        do {
+            let instance = try PostgresBackendTests.sql(
+                "SELECT owner_host, owner_pid, status FROM \(schema).wf_instance WHERE id = '\(id)'"
+            ).map { row in "\(try row.decode((Int64, Int32, Int16).self))" }
+            let hosts = try PostgresBackendTests.sql(
+                """
+                SELECT host_id, machine, label, lease_until > clock_timestamp(), takes_over,
+                       (extract(epoch FROM lease_until - clock_timestamp()) * 1000)::bigint
+                  FROM \(schema).wf_host ORDER BY host_id
+                """
+            ).map { row in "\(try row.decode((Int64, String, String, Bool, Bool, Int64).self))" }
+            return "instance (owner host, pid, status) \(instance); hosts (id, machine, label, live, takes over, ms left) \(hosts)"
+        } catch {
+            return "could not read: \(error)"
+        }
+    }
+
     /// One host process and what it printed that matters.
     final class HostProcess {
         let child: ChildProcess
@@ -89,7 +109,7 @@ struct PostgresHostsTests {
                 resumed[id] = .now
             case "lost" where fields.count == 2:
                 host.running.remove(fields[1])
-            case "host", "skip":
+            case "host", "skip", "stalled":
                 break
             case _ where fields.count > 1 && fields[1] == "warning":
                 // The store's log: a lease renewal that failed while connections were cut.
@@ -148,8 +168,12 @@ struct PostgresHostsTests {
             for id in orphans {
                 guard let resumed = ledger.resumed[id], resumed > killed else {
                     // What the hosts said about it, and every listing or resume that failed.
-                    let story = ledger.story.filter { $0.contains(" \(id) ") || $0.hasSuffix(" \(id)") || $0.contains("skip") || $0.contains("warning") || $0.hasSuffix("host ready") }
-                    Issue.record("kill \(kill): \(id) was not taken over; hosts \(hosts.map(\.machine)), the story:\n\(story.suffix(30).joined(separator: "\n"))")
+                    let story = ledger.story.filter { $0.contains(" \(id) ") || $0.hasSuffix(" \(id)") || $0.contains("skip") || $0.contains("warning") || $0.contains("stalled") || $0.hasSuffix("host ready") }
+                    Issue.record("""
+                        kill \(kill): \(id) was not taken over; hosts \(hosts.map(\.machine)), the story:
+                        \(story.suffix(30).joined(separator: "\n"))
+                        the store now: \(Self.ownershipDump(id, schema: configuration.schema))
+                        """)
                     continue
                 }
                 slowest = max(slowest, resumed - killed)

@@ -56,6 +56,31 @@ struct AppliedPrinter: WorkflowObserver {
 }
 
 /// The ids of the instances a host runs (its driving tasks remove theirs when they end).
+/// What a host's listing loop is doing and since when: a watchdog thread reports a step that
+/// takes longer than a second ("stalled STEP SECONDS"), so a test can tell a host that stopped
+/// taking instances over from one that was never given them.
+final class LoopWatch: Sendable {
+    private let step = Lock<(name: String, since: ContinuousClock.Instant)>(("starting", .now))
+
+    init() {
+        Thread.detachNewThread { [self] in
+            var reported = ""
+            while true {
+                usleep(250_000)
+                let (name, since) = step.withLock { $0 }
+                let elapsed = ContinuousClock.now - since
+                let key = "\(name)@\(since)"
+                if elapsed > .seconds(1), reported != key {
+                    reported = key
+                    say("stalled \(name.replacingOccurrences(of: " ", with: "_")) \(elapsed.components.seconds)")
+                }
+            }
+        }
+    }
+
+    func enter(_ name: String) { step.withLock { $0 = (name, .now) } }
+}
+
 final class RunningSet: Sendable {
     private let ids = Lock<Set<String>>([])
 
@@ -352,20 +377,24 @@ do {
         let store = WorkflowStore(backend: storage)
         let counters = DurableConfiguration(mode: mode, actions: DurableCounter.actions, snapshotEvery: 50)
         let running = RunningSet()
+        let watch = LoopWatch()
         say("host ready")
         while true {
             // A service goes on when the database cannot be reached for a moment.
             let assigned: [String]
             do {
+                watch.enter("listing")
                 assigned = try storage.instancesToTakeOver()
             } catch {
                 say("skip listing \(error)")
+                watch.enter("sleeping")
                 usleep(50_000)
                 continue
             }
             for id in assigned where running.insert(id) {
                 let host: WorkflowHost<DurableCounter>
                 do {
+                    watch.enter("resuming \(id)")
                     host = try store.resume(id: id, as: DurableCounter.self, configuration: counters)
                 } catch {
                     say("skip \(id) \(error)")
@@ -385,6 +414,7 @@ do {
                     running.remove(id)
                 }
             }
+            watch.enter("sleeping")
             usleep(50_000)
         }
         #else
