@@ -63,7 +63,7 @@ enum StoredVersionBytes {
         var bytes: [UInt8] = [context.isEmpty ? 1 : 2, terminates ? 1 : 0]
         withUnsafeBytes(of: posted.littleEndian) { bytes.append(contentsOf: $0) }
         if !context.isEmpty {
-            withUnsafeBytes(of: UInt32(context.count).littleEndian) { bytes.append(contentsOf: $0) }
+            bytes += (0..<4).map { UInt8(truncatingIfNeeded: UInt32(context.count) >> (8 * $0)) }  // little-endian
             bytes += context
         }
         return bytes + payload
