@@ -21,14 +21,25 @@ final class WakeChannel: @unchecked Sendable {
     /// Binds this process's socket, or returns `nil` where that is impossible (a path too long
     /// for a Unix socket, a read-only store): the dispatcher then falls back to polling.
     init?(storePath: String) {
-        directory = storePath + "/wake"
+        let directory = storePath + "/wake"
         mkdir(directory, 0o777)
-        path = "\(directory)/\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        let path = "\(directory)/\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        // Every stored property is set only once the socket is bound: a failed initializer that
+        // had set them all would run `deinit`, closing the socket a second time (by then perhaps
+        // a descriptor another thread had just opened).
+        guard let fd = Self.boundSocket(at: path) else { return nil }
+        self.directory = directory
+        self.path = path
+        self.fd = fd
+    }
+
+    /// A non-blocking datagram socket bound at `path`, or `nil` (nothing left open).
+    private static func boundSocket(at path: String) -> Int32? {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let capacity = MemoryLayout.size(ofValue: address.sun_path)
         guard path.utf8.count < capacity else { return nil }
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             raw.copyBytes(from: path.utf8)
@@ -42,6 +53,7 @@ final class WakeChannel: @unchecked Sendable {
             return nil
         }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        return fd
     }
 
     deinit {
