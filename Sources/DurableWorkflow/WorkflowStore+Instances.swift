@@ -86,12 +86,21 @@ extension WorkflowStore {
         var records = LogRecords(firstSequence: 1)
         for entry in entries { records.append(entry.encoded()) }
         let started = ContinuousClock.now
-        let created = try storageCall(instance: id) { () throws(StorageFailure) in
-            try backend.create(NewInstance(
-                id: id, workflowType: String(reflecting: W.self), codec: configuration.codec.name, status: .running,
-                created: time.nanosecondsSinceEpoch, claim: .claim(), entries: records))
+        let claim = InstanceOwner.claim()
+        let created: StoredInstance?
+        do {
+            created = try storageCall(instance: id) { () throws(StorageFailure) in
+                try backend.create(NewInstance(
+                    id: id, workflowType: String(reflecting: W.self), codec: configuration.codec.name, status: .running,
+                    created: time.nanosecondsSinceEpoch, claim: claim, entries: records))
+            }
+        } catch {
+            // As for a failed claim: no host runs with it.
+            claim.release()
+            throw error
         }
         guard let record = created else {
+            claim.release()
             throw DurableError(.instanceExists, store: path, instance: id, detail: "an instance with this id already exists",
                                recovery: "Resume it (startOrResume does either), or pick another id")
         }
@@ -107,12 +116,20 @@ extension WorkflowStore {
     func claimOwnership(of id: String, logger: Logger) throws -> StoredInstance {
         let claim = InstanceOwner.claim()
         var takenFrom: InstanceClaim?
-        let outcome = try storageCall(instance: id) { () throws(StorageFailure) in
-            try backend.claim(id: id, as: claim, takingOverIf: { holder in
-                if holder.isAlive { return false }
-                takenFrom = holder
-                return true
-            })
+        let outcome: ClaimOutcome
+        do {
+            outcome = try storageCall(instance: id) { () throws(StorageFailure) in
+                try backend.claim(id: id, as: claim, takingOverIf: { holder in
+                    if holder.isAlive { return false }
+                    takenFrom = holder
+                    return true
+                })
+            }
+        } catch {
+            // No host runs with this claim: if the store holds it all the same (an outcome the
+            // backend could not learn), a later resume in this process may take it over.
+            claim.release()
+            throw error
         }
         switch outcome {
         case .claimed(let record):

@@ -17,14 +17,21 @@ extension PostgresStorage {
         }
         if !new.claim.isNone { try requireLease("create") }
         let host = new.claim.isNone ? 0 : hostID
-        let key = try write("create") { connection -> Int64? in
-            let rows = try self.rows(
-                """
-                CALL \(unescaped: self.schema).wf_create(\(new.id), \(new.workflowType), \(new.codec), \(Self.code(new.status)), \
-                \(new.created), \(new.claim.pid), \(Int64(bitPattern: new.claim.processStart)), \(Int64(bitPattern: new.claim.token)), \
-                \(host), \(Self.buffers(new.entries)), NULL)
-                """, on: connection)
-            return try rows.first?.decode(Int64?.self)
+        let key: Int64?
+        do {
+            key = try write("create") { connection -> Int64? in
+                let rows = try self.rows(
+                    """
+                    CALL \(unescaped: self.schema).wf_create(\(new.id), \(new.workflowType), \(new.codec), \(Self.code(new.status)), \
+                    \(new.created), \(new.claim.pid), \(Int64(bitPattern: new.claim.processStart)), \(Int64(bitPattern: new.claim.token)), \
+                    \(host), \(Self.buffers(new.entries)), NULL)
+                    """, on: connection)
+                return try rows.first?.decode(Int64?.self)
+            }
+        } catch {
+            // Only a claimed instance can be told apart from one another process created.
+            if !new.claim.isNone, let made = settleUnknownClaim(id: new.id, claim: new.claim, after: error) { return made }
+            throw error
         }
         guard let key else { return nil }
         return StoredInstance(
@@ -73,20 +80,42 @@ extension PostgresStorage {
                 }
                 if !mayTakeOver { return .held(by: stored.claim) }
             }
-            let changed = try write("claim") { connection -> Bool in
-                let rows = try self.rows(
-                    """
-                    CALL \(unescaped: self.schema).wf_claim(\(id), \(stored.claim.pid), \(Int64(bitPattern: stored.claim.processStart)), \
-                    \(Int64(bitPattern: stored.claim.token)), \(holder.host), \(claim.pid), \(Int64(bitPattern: claim.processStart)), \
-                    \(Int64(bitPattern: claim.token)), \(self.hostID), NULL)
-                    """, on: connection)
-                return try rows.first?.decode(Bool.self) ?? false
+            let changed: Bool
+            do {
+                changed = try write("claim") { connection -> Bool in
+                    let rows = try self.rows(
+                        """
+                        CALL \(unescaped: self.schema).wf_claim(\(id), \(stored.claim.pid), \(Int64(bitPattern: stored.claim.processStart)), \
+                        \(Int64(bitPattern: stored.claim.token)), \(holder.host), \(claim.pid), \(Int64(bitPattern: claim.processStart)), \
+                        \(Int64(bitPattern: claim.token)), \(self.hostID), NULL)
+                        """, on: connection)
+                    return try rows.first?.decode(Bool.self) ?? false
+                }
+            } catch {
+                if let made = settleUnknownClaim(id: id, claim: claim, after: error) { return .claimed(made) }
+                throw error
             }
             if changed {
                 var claimed = stored
                 claimed.claim = claim
                 return .claimed(claimed)
             }
+        }
+    }
+
+    /// After a claim (or a claimed create) that failed: the instance as claimed if the claim was
+    /// made after all (a connection that broke after the server committed it leaves the outcome
+    /// unknown), read again on a fresh connection; `nil` if it was not made. When even that read fails, the
+    /// claim, if it was made, is cleared before the next ``instancesToTakeOver()``, so the
+    /// instance is listed again rather than left held by this live process with nobody running it.
+    private func settleUnknownClaim(id: String, claim: InstanceClaim, after failure: StorageFailure) -> StoredInstance? {
+        guard failure.kind == .unavailable else { return nil }
+        do {
+            guard let (current, _) = try ownership(of: id), current.claim == claim else { return nil }
+            return current
+        } catch {
+            unreleased.withLock { $0[id] = claim }
+            return nil
         }
     }
 

@@ -8,6 +8,7 @@ import Testing
 import Workflow
 @testable import WorkflowPostgres
 import WorkflowStorage
+import WorkflowLocks
 
 /// What only the PostgreSQL backend has: a server to reach, a schema with migrations, other
 /// connections and processes that see what it acknowledged.
@@ -225,6 +226,65 @@ struct PostgresBackendTests {
         #expect(await resumed.rendering.sink.sendAndWait(.init(amount: 6)))
         #expect(try store.instance(id: "c")?.lastSequence == 7)
         await resumed.stopAndWait()
+    }
+
+    @Test(
+        "a claim or a create whose answer is lost (its connection cut after the server committed it) still gives this process the instance: it is not left held by a live process with nobody running it",
+        arguments: ["wf_claim", "wf_create"]
+    )
+    func claimAnswerLost(procedureName: String) async throws {
+        let configuration = Self.fresh()
+        let storage = try PostgresStorage.open(configuration)
+        let store = WorkflowStore(backend: storage)
+        let counters = DurableConfiguration(mode: .strict, actions: DurableCounter.actions)
+        let resuming = procedureName == "wf_claim"
+        if resuming {
+            let first = try store.start(DurableCounter(), id: "c", configuration: counters)
+            #expect(await first.rendering.sink.sendAndWait(.init(amount: 1)))
+            await first.stopAndWait()
+        }
+
+        // The procedure commits, then waits; a helper thread cuts its connection while it waits
+        // (and puts the procedure back first), so the claim is made and its answer lost.
+        let procedure = "\(configuration.schema).\(procedureName)"
+        let original = try #require(try Self.sql("SELECT pg_get_functiondef('\(procedure)'::regproc)").first?.decode(String.self))
+        #expect(original.components(separatedBy: "COMMIT;").count == 2)
+        try Self.sql(original.replacingOccurrences(of: "COMMIT;", with: "COMMIT; PERFORM pg_sleep(60);"))
+        let cut = Lock<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            defer { done.signal() }
+            do {
+                let deadline = ContinuousClock.now + .seconds(30)
+                while ContinuousClock.now < deadline {
+                    let waiting = try Self.sql(
+                        "SELECT pid FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE '%\(procedureName)%' AND pid <> pg_backend_pid()")
+                    if let pid = try waiting.first?.decode(Int32.self) {
+                        try Self.sql(original)
+                        try Self.sql("SELECT pg_terminate_backend(\(pid))")
+                        cut.withLock { $0 = "cut" }
+                        return
+                    }
+                    usleep(10_000)
+                }
+                cut.withLock { $0 = "the claim never waited" }
+            } catch {
+                cut.withLock { $0 = "\(error)" }
+            }
+        }
+        let started = Result {
+            resuming ? try store.resume(id: "c", as: DurableCounter.self, configuration: counters)
+                : try store.start(DurableCounter(), id: "c", configuration: counters)
+        }
+        done.wait()
+        #expect(cut.withLock { $0 } == "cut")
+        let host = try started.get()
+        let applied = resuming ? 1 : 0
+        #expect(host.rendering.state.applied == applied)
+        #expect(await host.rendering.sink.sendAndWait(.init(amount: applied + 1)))
+        await host.stopAndWait()
+        #expect(try storage.instancesToTakeOver() == ["c"], "released when the host stopped")
+        #expect(try store.instance(id: "c")?.lastSequence == UInt64(applied + 2))
     }
 
     // MARK: Helpers
