@@ -13,6 +13,8 @@ public final class ChildProcess {
     private var buffer: [UInt8] = []
     private var finished = false
     private var status: Int32?
+    /// Why reading stopped: the end of the output, or a read that failed (with its errno).
+    public private(set) var endOfOutput: String?
 
     /// The helper executable built next to the test bundle.
     public static var helperPath: String {
@@ -85,8 +87,34 @@ public final class ChildProcess {
             guard poll(&fds, 1, max(millis, 1)) > 0 else { continue }
             var chunk = [UInt8](repeating: 0, count: 65536)
             let count = read(output, &chunk, chunk.count)
-            if count <= 0 { finished = true } else { buffer.append(contentsOf: chunk[..<count]) }
+            if count > 0 {
+                buffer.append(contentsOf: chunk[..<count])
+            } else if count < 0, errno == EINTR || errno == EAGAIN {
+                continue
+            } else {
+                endOfOutput = count == 0 ? "end of output" : "read failed: errno \(errno)"
+                finished = true
+            }
         }
+    }
+
+    /// What a test that waits on the child can print when it waited in vain: the bytes written
+    /// and not yet read, why reading stopped (if it did), and each of the child's threads with
+    /// its state and the kernel function it waits in (`pipe_write`: its output is full).
+    public var diagnosis: String {
+        var unread: Int32 = 0
+        _ = ioctl(output, UInt(FIONREAD), &unread)
+        var threads: [String] = []
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        for task in tasks.sorted() {
+            let base = "/proc/\(pid)/task/\(task)"
+            let name = ((try? String(contentsOfFile: base + "/comm", encoding: .utf8)) ?? "?").trimmingCharacters(in: .whitespacesAndNewlines)
+            let stat = (try? String(contentsOfFile: base + "/stat", encoding: .utf8)) ?? ""
+            let state = stat.split(separator: ")").last?.split(separator: " ").first.map(String.init) ?? "?"
+            let channel = (try? String(contentsOfFile: base + "/wchan", encoding: .utf8)) ?? "?"
+            threads.append("\(name) \(state) \(channel)")
+        }
+        return "pid \(pid): \(unread) bytes unread, \(buffer.count) buffered, \(endOfOutput ?? "reading"); threads: \(threads.joined(separator: ", "))"
     }
 
     /// Reads lines until one satisfies `predicate`; returns it, or `nil` on timeout or end.

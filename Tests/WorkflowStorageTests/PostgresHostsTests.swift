@@ -75,6 +75,10 @@ struct PostgresHostsTests {
         let machine: String
         /// Instances it resumed and has not lost.
         var running: Set<String> = []
+        /// How many lines it printed, the last one and when it was read (for a failure's message).
+        var lines = 0
+        var last = ""
+        var lastRead = ContinuousClock.now
 
         init(url: String, machine: String, mode: String) throws {
             self.machine = machine
@@ -93,6 +97,9 @@ struct PostgresHostsTests {
         let started = ContinuousClock.now
 
         mutating func note(_ line: String, from host: HostProcess) {
+            host.lines += 1
+            host.last = line
+            host.lastRead = .now
             let fields = line.split(separator: " ").map(String.init)
             if fields.first != "ack" {
                 story.append("\((ContinuousClock.now - started).formatted(.units(allowed: [.milliseconds]))) \(host.machine): \(line)")
@@ -172,6 +179,7 @@ struct PostgresHostsTests {
                     Issue.record("""
                         kill \(kill): \(id) was not taken over; hosts \(hosts.map(\.machine)), the story:
                         \(story.suffix(30).joined(separator: "\n"))
+                        the hosts' output: \(hosts.map { "\($0.machine): \($0.lines) lines, the last \(ContinuousClock.now - $0.lastRead) ago: \($0.last); \($0.child.diagnosis)" })
                         the store now: \(Self.ownershipDump(id, schema: configuration.schema))
                         """)
                     continue
