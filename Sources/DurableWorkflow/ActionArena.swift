@@ -33,8 +33,8 @@ final class ActionArena: @unchecked Sendable {
         for chunk in chunks { chunk.deallocate() }
     }
 
-    /// Stores a copy of `value`; returns its address, valid while the arena lives.
-    func store<A>(_ value: A) -> UnsafeRawPointer {
+    /// Stores a copy of `value`; returns its slot, valid while the arena lives.
+    func store<A>(_ value: A) -> ActionSlot {
         let size = MemoryLayout<A>.size, alignment = MemoryLayout<A>.alignment
         var address = next.map { Self.align($0, to: alignment) }
         if address == nil || address! + size > end! {
@@ -48,7 +48,19 @@ final class ActionArena: @unchecked Sendable {
         slot.initializeMemory(as: A.self, to: value)
         next = slot + size
         if !_isPOD(A.self) { toDeinitialize.append((slot, A.self)) }
-        return UnsafeRawPointer(slot)
+        return ActionSlot(address: UnsafeRawPointer(slot), type: ObjectIdentifier(A.self))
+    }
+
+    /// Appends the encoding of the action in `slot` (one of this arena's), read in place by
+    /// `encoding`, which must be an encoding of the slot's type.
+    func encode(_ slot: ActionSlot, with encoding: any ValueEncoding.Type, codec: any PayloadCodec, into bytes: inout [UInt8]) throws {
+        try encoding.encode(slot.address, codec: codec, into: &bytes)
+    }
+
+    /// A copy of the value in `slot` (one of this arena's); `nil` when it is not an `A`.
+    func value<A>(in slot: ActionSlot, as type: A.Type) -> A? {
+        guard slot.type == ObjectIdentifier(A.self) else { return nil }
+        return slot.address.assumingMemoryBound(to: A.self).pointee
     }
 
     private static func align(_ pointer: UnsafeMutableRawPointer, to alignment: Int) -> UnsafeMutableRawPointer {
@@ -60,4 +72,17 @@ final class ActionArena: @unchecked Sendable {
         func deinitialize<T>(_: T.Type) { address.assumingMemoryBound(to: T.self).deinitialize(count: 1) }
         deinitialize(type)
     }
+}
+
+/// Where one action lies in its batch's arena, and its type. Only the arena reads through it.
+//
+// @unchecked Sendable: the address is read only by `ActionArena`'s `encode` and `value(in:as:)`,
+// whose callers hold the arena (which keeps the memory alive) and follow its hand-off rule above.
+struct ActionSlot: @unchecked Sendable {
+    fileprivate let address: UnsafeRawPointer
+    /// The `ObjectIdentifier` of the stored action's type.
+    let type: ObjectIdentifier
+
+    /// Whether the action lies at a multiple of `alignment`.
+    func isAligned(to alignment: Int) -> Bool { Int(bitPattern: address) % alignment == 0 }
 }

@@ -12,12 +12,16 @@ struct PendingEntry: Sendable {
     let origin: ActionOrigin
     /// The index of the entry's ``EntryTarget`` in its batch.
     let target: Int
-    /// The address of the entry's action in its batch's arena, or the index of its payload in
-    /// the batch's `payloads` when `isEncoded`.
-    let content: UInt
-    /// Whether the entry logs an already encoded payload (root props), not an action.
-    let isEncoded: Bool
+    let content: Content
     var digest: UInt64?
+
+    /// What the entry logs.
+    enum Content: Sendable {
+        /// An applied action, in the batch's arena.
+        case action(ActionSlot)
+        /// An already encoded payload (root props): its index in the batch's `payloads`.
+        case encoded(Int)
+    }
 
     /// The log entry, aimed at `target`, with `payload`.
     func entry(target: EntryTarget, payload: [UInt8]) -> LogEntry {
@@ -74,26 +78,26 @@ struct CommitBatch: Sendable {
         origin: ActionOrigin, time: WallTime
     ) {
         let target = targetIndex(path: path, tag: encoder.tag, version: encoder.version, encoding: encoder.encoding)
-        let address = UInt(bitPattern: actions.store(action))
-        entries.append(PendingEntry(sequence: sequence, time: time, origin: origin, target: target, content: address, isEncoded: false))
+        entries.append(PendingEntry(sequence: sequence, time: time, origin: origin, target: target, content: .action(actions.store(action))))
     }
 
     /// Appends an entry whose payload is already encoded.
     mutating func append(payload: [UInt8], tag: String, version: Int, at path: NodePath, sequence: UInt64, origin: ActionOrigin, time: WallTime) {
         let target = targetIndex(path: path, tag: tag, version: version, encoding: nil)
         entries.append(PendingEntry(
-            sequence: sequence, time: time, origin: origin, target: target, content: UInt(payloads.count), isEncoded: true))
+            sequence: sequence, time: time, origin: origin, target: target, content: .encoded(payloads.count)))
         payloads.append(payload)
     }
 
     /// Appends the payload of `entry` (one of this batch's), encoded with `codec` (and, for an
     /// action, its target's `encoding`), to `bytes`.
     func appendPayload(of entry: PendingEntry, encoding: (any ValueEncoding.Type)?, codec: any PayloadCodec, to bytes: inout [UInt8]) throws {
-        if entry.isEncoded {
-            bytes.append(contentsOf: payloads[Int(entry.content)])
-        } else {
-            // The arena this batch holds keeps the action at this address.
-            try encoding!.encode(UnsafeRawPointer(bitPattern: entry.content).unsafelyUnwrapped, codec: codec, into: &bytes)
+        switch entry.content {
+        case .encoded(let index):
+            bytes.append(contentsOf: payloads[index])
+        case .action(let slot):
+            // The entry's target was made with the encoding of the action's type.
+            try actions.encode(slot, with: encoding!, codec: codec, into: &bytes)
         }
     }
 

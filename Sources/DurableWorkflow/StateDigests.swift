@@ -20,7 +20,7 @@ final class StateDigests {
     private struct KnownNode {
         let path: String
         let encoding: any ValueEncoding.Type
-        let state: UnsafeRawPointer
+        let state: NodeStateCell
     }
 
     /// The nodes of the tree whose `structureVersion` is `knownVersion`, in path order.
@@ -45,7 +45,9 @@ final class StateDigests {
         try knownNodes.withUnsafeBufferPointer { nodes in
             for index in nodes.indices {
                 if index > 0 { hash.combine(nodes[index].path) }
-                try combine(state: nodes[index].state, encoding: nodes[index].encoding, path: nodes[index].path, into: &hash)
+                try nodes[index].state.withUnsafeAddress { state in
+                    try combine(state: state, encoding: nodes[index].encoding, path: nodes[index].path, into: &hash)
+                }
             }
         }
         return hash.value
@@ -56,8 +58,8 @@ final class StateDigests {
     private func learnNodes(of tree: any RuntimeTree) -> Bool {
         knownVersion = nil
         knownNodes.removeAll(keepingCapacity: true)
-        for (path, type, state) in tree.nodeStateAddresses() {
-            guard let encoding = encoders.knownStateEncoder(type) else {
+        for (path, state) in tree.nodeStateCells() {
+            guard let encoding = encoders.knownStateEncoder(state.type) else {
                 knownNodes.removeAll()
                 return false
             }

@@ -85,10 +85,10 @@ package protocol RuntimeTree: AnyObject {
     func visitNodeStates<Visitor: NodeStateVisitor>(_ visitor: inout Visitor) throws
     /// Changes whenever a node starts or ends; never the same for two trees of a process.
     var structureVersion: UInt64 { get }
-    /// Every live node's path description, the `ObjectIdentifier` of its state's type and the
-    /// address of its state, ordered by path description. Each address stays valid, and keeps
-    /// showing the node's current state, as long as `structureVersion` does not change.
-    func nodeStateAddresses() -> [(path: String, type: ObjectIdentifier, state: UnsafeRawPointer)]
+    /// Every live node's path description and state cell, ordered by path description. Each cell
+    /// stays valid, and keeps showing the node's current state, as long as `structureVersion`
+    /// does not change.
+    func nodeStateCells() -> [(path: String, cell: NodeStateCell)]
     /// Every declared worker's node path, key and start sequence.
     func workerStarts() -> [(path: NodePath, key: String, sequence: UInt64)]
     /// Every declared worker, with what it waits for, in path and key order.

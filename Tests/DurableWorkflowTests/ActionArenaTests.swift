@@ -30,7 +30,7 @@ struct ActionArenaTests {
     @Test("values of mixed sizes and alignments, over many chunks, read back as stored at aligned addresses")
     func mixedValuesReadBack() {
         let arena = ActionArena(expected: 4)
-        var stored: [(UnsafeRawPointer, Int)] = []
+        var stored: [(ActionSlot, Int)] = []
         for index in 0..<5_000 {
             switch index % 4 {
             case 0: stored.append((arena.store(UInt8(truncatingIfNeeded: index)), index))
@@ -39,16 +39,16 @@ struct ActionArenaTests {
             default: stored.append((arena.store(Empty()), index))
             }
         }
-        for (address, index) in stored {
+        for (slot, index) in stored {
             switch index % 4 {
-            case 0: #expect(address.load(as: UInt8.self) == UInt8(truncatingIfNeeded: index))
+            case 0: #expect(arena.value(in: slot, as: UInt8.self) == UInt8(truncatingIfNeeded: index))
             case 1:
-                #expect(Int(bitPattern: address) % MemoryLayout<Int>.alignment == 0)
-                #expect(address.load(as: Int.self) == index)
+                #expect(slot.isAligned(to: MemoryLayout<Int>.alignment))
+                #expect(arena.value(in: slot, as: Int.self) == index)
             case 2:
-                #expect(Int(bitPattern: address) % MemoryLayout<Wide>.alignment == 0)
-                #expect(address.load(as: Wide.self) == Wide(words: (UInt64(index), 0, 0, 0, UInt64(index))))
-            default: #expect(address.load(as: Empty.self) == Empty())
+                #expect(slot.isAligned(to: MemoryLayout<Wide>.alignment))
+                #expect(arena.value(in: slot, as: Wide.self) == Wide(words: (UInt64(index), 0, 0, 0, UInt64(index))))
+            default: #expect(arena.value(in: slot, as: Empty.self) == Empty())
             }
         }
     }
@@ -59,9 +59,18 @@ struct ActionArenaTests {
         let small = arena.store(41)
         let wide = arena.store(Wide())
         let after = arena.store(UInt16(9))
-        #expect(small.load(as: Int.self) == 41)
-        #expect(wide.load(as: Wide.self) == Wide())
-        #expect(after.load(as: UInt16.self) == 9)
+        #expect(arena.value(in: small, as: Int.self) == 41)
+        #expect(arena.value(in: wide, as: Wide.self) == Wide())
+        #expect(arena.value(in: after, as: UInt16.self) == 9)
+    }
+
+    @Test("a slot is read only as the type stored in it")
+    func typedRead() {
+        let arena = ActionArena(expected: 2)
+        let slot = arena.store(UInt32(7))
+        #expect(slot.type == ObjectIdentifier(UInt32.self))
+        #expect(arena.value(in: slot, as: Int32.self) == nil)
+        #expect(arena.value(in: slot, as: UInt32.self) == 7)
     }
 
     @Test("values holding references are released with the arena, exactly once")
@@ -69,13 +78,13 @@ struct ActionArenaTests {
         let before = Tracked.alive.load(ordering: .relaxed)
         do {
             let arena = ActionArena(expected: 2)
-            var addresses: [UnsafeRawPointer] = []
+            var slots: [ActionSlot] = []
             for index in 0..<1_000 {
-                addresses.append(arena.store(WithReference(name: "action \(index)", tracked: Tracked(index))))
+                slots.append(arena.store(WithReference(name: "action \(index)", tracked: Tracked(index))))
             }
             #expect(Tracked.alive.load(ordering: .relaxed) == before + 1_000)
-            let last = addresses[999].assumingMemoryBound(to: WithReference.self).pointee
-            #expect(last.name == "action 999" && last.tracked.value == 999)
+            let last = arena.value(in: slots[999], as: WithReference.self)
+            #expect(last?.name == "action 999" && last?.tracked.value == 999)
         }
         #expect(Tracked.alive.load(ordering: .relaxed) == before)
     }

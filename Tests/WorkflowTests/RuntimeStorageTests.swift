@@ -24,7 +24,7 @@ private final class Tracker: Sendable {
 /// The runtime's pointer-backed containers, on their own: every element handed out once, in
 /// order, and destroyed once (the suite also runs under AddressSanitizer, which reports a use
 /// after free, a double free or a leak).
-@Suite("The runtime's own storage: ValueBuffer and RenderingPublisher")
+@Suite("The runtime's own storage: ValueBuffer, RenderingPublisher and node state cells")
 struct RuntimeStorageTests {
     @Test("a ValueBuffer hands its elements out oldest first across growth and compaction, and destroys what it still holds")
     func valueBufferOrder() {
@@ -126,5 +126,21 @@ struct RuntimeStorageTests {
             publish(8..<9)
         }
         #expect(tracker.live == 0, "the publisher destroyed its rendering")
+    }
+
+    @Test("a node state cell names its state's type and shows the state where it lies, as it changes")
+    func nodeStateCell() {
+        struct Counter: Equatable { var count: Int; var name: String }
+        let storage = UnsafeMutablePointer<Counter>.allocate(capacity: 1)
+        storage.initialize(to: Counter(count: 1, name: "a"))
+        defer {
+            storage.deinitialize(count: 1)
+            storage.deallocate()
+        }
+        let cell = NodeStateCell(storage)
+        #expect(cell.type == ObjectIdentifier(Counter.self))
+        #expect(cell.withUnsafeAddress { $0.assumingMemoryBound(to: Counter.self).pointee } == Counter(count: 1, name: "a"))
+        storage.pointee.count += 41
+        #expect(cell.withUnsafeAddress { $0.assumingMemoryBound(to: Counter.self).pointee.count } == 42)
     }
 }

@@ -199,11 +199,8 @@ final class RuntimeContext: RuntimeTree {
         }
     }
 
-    func nodeStateAddresses() -> [(path: String, type: ObjectIdentifier, state: UnsafeRawPointer)] {
-        nodesInPathOrder().map { node in
-            let (type, state) = node.stateAddress
-            return (node.pathDescription, type, state)
-        }
+    func nodeStateCells() -> [(path: String, cell: NodeStateCell)] {
+        nodesInPathOrder().map { ($0.pathDescription, $0.stateCell) }
     }
 
     private func nodesInPathOrder() -> [any AnyWorkflowNode] {

@@ -10,8 +10,8 @@ protocol AnyWorkflowNode: AnyObject {
     var pathDescription: String { get }
     /// Hands the node's path and state, typed, to `visitor` (digests).
     func visitState<Visitor: NodeStateVisitor>(_ visitor: inout Visitor) throws
-    /// The address of the node's state (the same for the node's whole life) and its type.
-    var stateAddress: (type: ObjectIdentifier, state: UnsafeRawPointer) { get }
+    /// Where the node's state lies (the same for the node's whole life), and its type.
+    var stateCell: NodeStateCell { get }
     /// The node's props, boxed.
     var anyWorkflow: Any { get }
     /// The declared workers' keys and start sequences.
@@ -138,9 +138,7 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
         try visitor.visit(path: info.path, pathDescription: pathDescription, state: state)
     }
 
-    var stateAddress: (type: ObjectIdentifier, state: UnsafeRawPointer) {
-        (ObjectIdentifier(W.State.self), UnsafeRawPointer(stateStorage))
-    }
+    var stateCell: NodeStateCell { NodeStateCell(stateStorage) }
 
     var workflowTypeID: ObjectIdentifier { ObjectIdentifier(W.self) }
 
