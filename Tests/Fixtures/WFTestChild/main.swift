@@ -365,7 +365,8 @@ do {
     case "pg-host":
         // pg-host URL MACHINE MODE LEASE_MS: a host of a PostgreSQL store on machine MACHINE with
         // leases of LEASE_MS; prints "host ready", then every 50 ms takes over the instances the
-        // store assigns it (printing "state ID APPLIED COUNT" after each resume) and drives each
+        // store assigns it (printing "state ID APPLIED COUNT AT" after each resume, AT being when
+        // the resume returned on `MachineClock`) and drives each
         // with `await sendAndWait(Add(amount: n))` for n = applied+1, ..., printing "ack ID n"
         // once n is committed, and "lost ID" when a send fails (the instance was taken away).
         #if Postgres
@@ -402,7 +403,7 @@ do {
                     continue
                 }
                 let applied = host.rendering.state.applied
-                say("state \(id) \(applied) \(host.rendering.state.count)")
+                say("state \(id) \(applied) \(host.rendering.state.count) \(MachineClock.now)")
                 Task.detached {
                     var next = applied + 1
                     while await host.rendering.sink.sendAndWait(.init(amount: next)) {
