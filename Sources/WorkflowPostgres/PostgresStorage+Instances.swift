@@ -112,6 +112,7 @@ extension PostgresStorage {
         guard failure.kind == .unavailable else { return nil }
         do {
             guard let (current, _) = try ownership(of: id), current.claim == claim else { return nil }
+            changes.noteCommit()
             return current
         } catch {
             unreleased.withLock { $0[id] = claim }
