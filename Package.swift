@@ -44,8 +44,11 @@ let package = Package(
         .target(name: "LMDB", dependencies: ["CLMDB", "WorkflowLocks"]),
         // The project's one lock type (pthread-based: visible to ThreadSanitizer).
         .target(name: "WorkflowLocks"),
+        // The runtime's and the engine's raw storage, behind typed slots and handles (internal:
+        // no product; docs/ARCHITECTURE.md lists each construct, why it pays and who owns it).
+        .target(name: "WorkflowMemory"),
         // The in-memory runtime: workflows, actions, sinks, children, workers, side effects, host.
-        .target(name: "Workflow", dependencies: ["WorkflowLocks"]),
+        .target(name: "Workflow", dependencies: ["WorkflowLocks", "WorkflowMemory"]),
         // Render and action testers for users' own tests (works from Swift Testing and XCTest).
         .target(name: "WorkflowTesting", dependencies: ["Workflow", "WorkflowLocks"]),
         // The storage protocol the engine speaks, knowing no backend, and the in-memory backend.
@@ -56,7 +59,7 @@ let package = Package(
         .target(
             name: "DurableWorkflow",
             dependencies: [
-                "Workflow", "WorkflowStorage", "WorkflowLocks", "WorkflowCodec",
+                "Workflow", "WorkflowStorage", "WorkflowLocks", "WorkflowCodec", "WorkflowMemory",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
@@ -195,6 +198,8 @@ let package = Package(
             ]
         ),
         .testTarget(name: "WorkflowTests", dependencies: ["Workflow", "WorkflowTesting", "WorkflowLogging", "TestSupport", "TestWorkflows", "wf-test-child", "WorkflowLocks"]),
+        // The raw storage's own tests (also run under AddressSanitizer by tools/test --sanitize address).
+        .testTarget(name: "WorkflowMemoryTests", dependencies: ["WorkflowMemory"]),
     ],
     swiftLanguageModes: [.v6]
 )

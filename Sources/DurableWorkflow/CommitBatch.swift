@@ -1,3 +1,4 @@
+import WorkflowMemory
 import Tracing
 import Workflow
 
@@ -97,7 +98,7 @@ struct CommitBatch: Sendable {
             bytes.append(contentsOf: payloads[index])
         case .action(let slot):
             // The entry's target was made with the encoding of the action's type.
-            try actions.encode(slot, with: encoding!, codec: codec, into: &bytes)
+            try actions.withUnsafeAddress(of: slot) { try encoding!.encode($0, codec: codec, into: &bytes) }
         }
     }
 

@@ -1,3 +1,4 @@
+import WorkflowMemory
 import Workflow
 
 /// Computes the digest of rule D4 for one instance: every node's path and encoded state, hashed in

@@ -1,3 +1,5 @@
+import WorkflowMemory
+
 /// How a durable engine plugs into the runtime (package-internal: users never implement it).
 ///
 /// Every method is called on the thread running the host, in the order things happen:

@@ -1,5 +1,6 @@
 import Synchronization
 import WorkflowLocks
+import WorkflowMemory
 
 /// The latest rendering, and the async streams that follow it.
 ///
@@ -11,22 +12,21 @@ import WorkflowLocks
 // when no other reference, and so no other thread, remains.
 final class RenderingPublisher<Rendering: Sendable>: @unchecked Sendable {
     private let lock = Lock<Int>(0)
-    private let slot = UnsafeMutablePointer<Rendering>.allocate(capacity: 1)
+    private let slot = ValueSlot<Rendering>()
     private var hasCurrent = false
     private var streams: [UInt64: AsyncStream<Rendering>.Continuation] = [:]
     private var nextID: UInt64 = 0
     private var finished = false
 
     deinit {
-        if hasCurrent { slot.deinitialize(count: 1) }
-        slot.deallocate()
+        if hasCurrent { slot.deinitialize() }
     }
 
     /// The latest rendering (set by the first release, before anyone can ask).
     var current: Rendering {
         lock.withLock { _ in
             precondition(hasCurrent, "the host's rendering was read after it was cleared")
-            return slot.pointee
+            return slot.value
         }
     }
 
@@ -38,12 +38,8 @@ final class RenderingPublisher<Rendering: Sendable>: @unchecked Sendable {
         // and a new stream's first element is exactly the rendering current when it subscribed.
         lock.withLock { streamCount in
             if streamCount > 0 { yieldToStreams(source.pointee) }
-            if hasCurrent {
-                slot.moveUpdate(from: source, count: 1)
-            } else {
-                slot.moveInitialize(from: source, count: 1)
-                hasCurrent = true
-            }
+            slot.take(from: source, replacing: hasCurrent)
+            hasCurrent = true
         }
     }
 
@@ -57,12 +53,8 @@ final class RenderingPublisher<Rendering: Sendable>: @unchecked Sendable {
             if streamCount > 0 {
                 for index in 0..<count { yieldToStreams(first[index]) }
             }
-            if hasCurrent {
-                slot.moveUpdate(from: first + (count - 1), count: 1)
-            } else {
-                slot.moveInitialize(from: first + (count - 1), count: 1)
-                hasCurrent = true
-            }
+            slot.take(from: first + (count - 1), replacing: hasCurrent)
+            hasCurrent = true
         }
         // The earlier ones, yielded or not, are done with (destroyed outside the lock: a rendering's
         // last reference may go with them).
@@ -80,7 +72,7 @@ final class RenderingPublisher<Rendering: Sendable>: @unchecked Sendable {
     func stream() -> AsyncStream<Rendering> {
         let (stream, continuation) = AsyncStream.makeStream(of: Rendering.self)
         let id = lock.withLock { streamCount -> UInt64? in
-            if hasCurrent { continuation.yield(slot.pointee) }
+            if hasCurrent { continuation.yield(slot.value) }
             if finished { return nil }
             nextID += 1
             streams[nextID] = continuation
@@ -112,7 +104,7 @@ final class RenderingPublisher<Rendering: Sendable>: @unchecked Sendable {
     /// Drops the last rendering (it may hold sinks that reference the runtime).
     func clear() {
         lock.withLock { _ in
-            if hasCurrent { slot.deinitialize(count: 1) }
+            if hasCurrent { slot.deinitialize() }
             hasCurrent = false
         }
     }

@@ -1,4 +1,5 @@
 import Synchronization
+import WorkflowMemory
 
 /// The source of `RuntimeContext.structureVersion`: process-wide, so no two trees share a version
 /// (a digest cache keyed by it cannot mistake one tree for another).
@@ -49,7 +50,7 @@ final class RuntimeContext: RuntimeTree {
     /// `lastAppliedOrigin`. Separate fields, not an optional tuple or even an optional: assigning
     /// an optional existential went through runtime value witnesses (to destroy the old value),
     /// where initializing the slot moves the existential's words.
-    private let appliedSlot = UnsafeMutablePointer<any WorkflowAction>.allocate(capacity: 1)
+    private let appliedSlot = ValueSlot<any WorkflowAction>()
     @exclusivity(unchecked) private var hasLastApplied = false
     /// Optional so that the journal's call can take it (a copy out of this object retained both
     /// of its references around the call).
@@ -89,12 +90,11 @@ final class RuntimeContext: RuntimeTree {
 
     deinit {
         discardLastApplied()
-        appliedSlot.deallocate()
     }
 
     /// Keeps `action` as the originating action just applied.
     func setLastApplied(_ action: consuming any WorkflowAction) {
-        if hasLastApplied { appliedSlot.deinitialize(count: 1) }
+        if hasLastApplied { appliedSlot.deinitialize() }
         appliedSlot.initialize(to: action)
         hasLastApplied = true
     }
@@ -133,7 +133,7 @@ final class RuntimeContext: RuntimeTree {
     }
 
     func discardLastApplied() {
-        if hasLastApplied { appliedSlot.deinitialize(count: 1) }
+        if hasLastApplied { appliedSlot.deinitialize() }
         hasLastApplied = false
         lastAppliedPath = nil
     }

@@ -1,3 +1,5 @@
+import WorkflowMemory
+
 /// A live node of the tree, seen without its workflow type.
 protocol AnyWorkflowNode: AnyObject {
     var id: NodeID { get }
@@ -39,13 +41,9 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
     /// Made on first use: only digests and snapshots need it, not node creation.
     private(set) lazy var pathDescription: String = info.path.description
     @exclusivity(unchecked) private(set) var workflow: W
-    /// The state, in storage of its own whose address never changes: digests read it in place
+    /// The state, in a slot of its own whose storage never moves: digests read it in place
     /// without a call into the node.
-    private let stateStorage: UnsafeMutablePointer<W.State>
-    private(set) var state: W.State {
-        unsafeAddress { UnsafePointer(stateStorage) }
-        unsafeMutableAddress { stateStorage }
-    }
+    private let stateSlot: ValueSlot<W.State>
     // Owner: the runtime context holds every live node (`nodes`), so it outlives each of them.
     unowned(unsafe) let runtime: RuntimeContext
     /// Where outputs go: the parent's output map (or the host, at the root); `nil` when the
@@ -69,16 +67,14 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
     @exclusivity(unchecked) private var nextSideEffects: [AnyHashable: Lifetime] = [:]
 
     deinit {
-        stateStorage.deinitialize(count: 1)
-        stateStorage.deallocate()
+        stateSlot.deinitialize()
     }
 
     init(workflow: W, path: NodePath, runtime: RuntimeContext) {
         self.id = runtime.makeID()
         self.info = NodeInfo(path: path)
         self.workflow = workflow
-        self.stateStorage = .allocate(capacity: 1)
-        stateStorage.initialize(to: runtime.restorer?.restoredState(at: path, as: W.State.self) ?? workflow.makeInitialState())
+        self.stateSlot = ValueSlot(runtime.restorer?.restoredState(at: path, as: W.State.self) ?? workflow.makeInitialState())
         self.runtime = runtime
         self.context = RenderContext(node: self, programmerErrors: runtime.programmerErrors)
         self.contextRef = Unmanaged.passUnretained(context)
@@ -91,7 +87,7 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
     func update(workflow newWorkflow: W) {
         let previous = workflow
         workflow = newWorkflow
-        newWorkflow.workflowDidChange(from: previous, state: &state)
+        newWorkflow.workflowDidChange(from: previous, state: &stateSlot.value)
     }
 
     /// Applies `action` and runs the output cascade up the tree; `origin` is `nil` inside a cascade.
@@ -102,16 +98,16 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
             runtime.lastAppliedOrigin = origin
         }
         guard runtime.observers.isEmpty else { return applyObserved(action, origin: origin) }
-        action._apply(toState: &state, props: workflow, now: runtime.currentTime) { output in outputHandler?(output) }
+        action._apply(toState: &stateSlot.value, props: workflow, now: runtime.currentTime) { output in outputHandler?(output) }
     }
 
     @inline(never)
     private func applyObserved<Action: WorkflowAction>(_ action: Action, origin: ActionOrigin?) where Action.WorkflowType == W {
         let completions = runtime.observers.compactMap {
-            $0.actionWillApply(ActionEvent(node: info, action: action, origin: origin, stateBefore: state))
+            $0.actionWillApply(ActionEvent(node: info, action: action, origin: origin, stateBefore: stateSlot.value))
         }
-        let output = action.apply(toState: &state, context: ApplyContext(props: workflow, now: runtime.currentTime))
-        for completion in completions { completion(state, output) }
+        let output = action.apply(toState: &stateSlot.value, context: ApplyContext(props: workflow, now: runtime.currentTime))
+        for completion in completions { completion(stateSlot.value, output) }
         if let output { outputHandler?(output) }
     }
 
@@ -132,13 +128,13 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
         return .applied
     }
 
-    var anyState: Any { state }
+    var anyState: Any { stateSlot.value }
 
     func visitState<Visitor: NodeStateVisitor>(_ visitor: inout Visitor) throws {
-        try visitor.visit(path: info.path, pathDescription: pathDescription, state: state)
+        try visitor.visit(path: info.path, pathDescription: pathDescription, state: stateSlot.value)
     }
 
-    var stateCell: NodeStateCell { NodeStateCell(stateStorage) }
+    var stateCell: NodeStateCell { stateSlot.cell }
 
     var workflowTypeID: ObjectIdentifier { ObjectIdentifier(W.self) }
 
@@ -174,7 +170,7 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
         let rendering = contextRef._withUnsafeGuaranteedRef { context in
             context.isValid = true
             defer { context.isValid = false }
-            return workflow.render(state: state, context: context)
+            return workflow.render(state: stateSlot.value, context: context)
         }
         runtime.renderingNode = outerNode
 

@@ -1,3 +1,4 @@
+import WorkflowMemory
 import Dispatch
 import Synchronization
 import WorkflowLocks

@@ -1,6 +1,7 @@
 import Dispatch
 import Synchronization
 import WorkflowLocks
+import WorkflowMemory
 
 #if canImport(Glibc)
 import Glibc
@@ -34,7 +35,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     let inbox = Lock(Inbox())
     /// Where the drainer moves the item it pops (drainer-only): popping an optional item made a
     /// `nil` to destroy through value witnesses on every send to an idle host.
-    let popped = UnsafeMutablePointer<QueueItem>.allocate(capacity: 1)
+    let popped = ValueSlot<QueueItem>()
     let drainerThread = Atomic<UInt>(0)
     let phase = Atomic<UInt8>(Phase.idle.rawValue)
     let failureState = Lock<(any Error)?>(nil)
@@ -80,10 +81,6 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     let completion = HostCompletion<Root.Output>()
     /// Called once the host has stopped (`nil` after that).
     let stopHandlers = Lock<[@Sendable () -> Void]?>([])
-
-    deinit {
-        popped.deallocate()
-    }
 
     /// Builds the tree and runs the first render pass on the calling thread. With `replay`, the
     /// logged entries are applied before anything is released.

@@ -1,4 +1,4 @@
-@testable import DurableWorkflow
+import WorkflowMemory
 import Synchronization
 import Testing
 

@@ -8,14 +8,15 @@
 /// emptying cost no lookups. Also the host's first-in-first-out queue (``popFirst(into:)``): popping
 /// moves the element out and moves nothing else. Drainer-only, like the rest of the runtime's
 /// state; the queue is touched only under the inbox's lock.
-final class ValueBuffer<Element> {
-    private var base: UnsafeMutablePointer<Element>
-    private var capacity: Int
+public final class ValueBuffer<Element> {
+    @usableFromInline @exclusivity(unchecked) var base: UnsafeMutablePointer<Element>
+    @usableFromInline @exclusivity(unchecked) var capacity: Int
     /// The elements are `base[head..<end]`: removing the oldest ones moves nothing.
-    private var head = 0
-    private var end = 0
+    @usableFromInline @exclusivity(unchecked) var head = 0
+    @usableFromInline @exclusivity(unchecked) var end = 0
 
-    init(capacity: Int = 4) {
+    @inlinable
+    public init(capacity: Int = 4) {
         self.capacity = Swift.max(capacity, 1)
         base = UnsafeMutablePointer<Element>.allocate(capacity: self.capacity)
     }
@@ -25,10 +26,15 @@ final class ValueBuffer<Element> {
         base.deallocate()
     }
 
-    var count: Int { end - head }
-    var isEmpty: Bool { head == end }
+    @inlinable public var count: Int {
+        @inline(__always) get { end - head }
+    }
+    @inlinable public var isEmpty: Bool {
+        @inline(__always) get { head == end }
+    }
 
-    func append(_ element: consuming Element) {
+    @inlinable @inline(__always)
+    public func append(_ element: consuming Element) {
         if end == capacity { makeRoom() }
         (base + end).initialize(to: element)
         end += 1
@@ -36,7 +42,8 @@ final class ValueBuffer<Element> {
 
     /// Moves the elements to the front: of this storage when at least half of it is free, else
     /// of storage twice as large.
-    private func makeRoom() {
+    @usableFromInline
+    func makeRoom() {
         let live = end - head
         if head > 0 && live <= capacity / 2 {
             base.moveInitialize(from: base + head, count: live)
@@ -53,9 +60,10 @@ final class ValueBuffer<Element> {
 
     /// Moves the oldest element into `slot` (uninitialised) and returns `true`, or returns
     /// `false` when empty: no optional element to make and destroy.
-    func popFirst(into slot: UnsafeMutablePointer<Element>) -> Bool {
+    @inlinable @inline(__always)
+    public func popFirst(into slot: borrowing ValueSlot<Element>) -> Bool {
         guard head < end else { return false }
-        slot.moveInitialize(from: base + head, count: 1)
+        slot.storage.moveInitialize(from: base + head, count: 1)
         head += 1
         if head == end {
             head = 0
@@ -66,18 +74,21 @@ final class ValueBuffer<Element> {
 
     /// Calls `body` with each element, oldest first, emptying the buffer. Elements appended by
     /// `body` are visited too.
-    func drain(_ body: (consuming Element) -> Void) {
+    @inlinable
+    public func drain(_ body: (consuming Element) -> Void) {
         drain(movingEach: { body($0.move()) })
     }
 
     /// Calls `body` with each of the oldest `prefix` elements, oldest first, removing them.
-    func drain(prefix: Int, _ body: (consuming Element) -> Void) {
+    @inlinable
+    public func drain(prefix: Int, _ body: (consuming Element) -> Void) {
         drain(prefix: prefix, movingEach: { body($0.move()) })
     }
 
     /// As ``drain(_:)``, handing `body` each element in place: `body` must move it out (leave
     /// the memory uninitialised), which spares a copy where the element goes on into storage.
-    func drain(movingEach body: (UnsafeMutablePointer<Element>) -> Void) {
+    @inlinable
+    public func drain(movingEach body: (UnsafeMutablePointer<Element>) -> Void) {
         while head < end {
             let element = base + head
             head += 1
@@ -89,7 +100,8 @@ final class ValueBuffer<Element> {
 
     /// As ``drain(prefix:_:)``, handing `body` each element in place to move out (see
     /// ``drain(movingEach:)``).
-    func drain(prefix: Int, movingEach body: (UnsafeMutablePointer<Element>) -> Void) {
+    @inlinable
+    public func drain(prefix: Int, movingEach body: (UnsafeMutablePointer<Element>) -> Void) {
         var remaining = Swift.min(prefix, end - head)
         while remaining > 0 {
             let element = base + head
@@ -105,7 +117,8 @@ final class ValueBuffer<Element> {
 
     /// Hands `body` the oldest `prefix` elements (at most `count`) as one contiguous run, removing
     /// them: `body` must move out or deinitialize every one.
-    func drain(prefix: Int, movingRun body: (UnsafeMutablePointer<Element>, Int) -> Void) {
+    @inlinable
+    public func drain(prefix: Int, movingRun body: (UnsafeMutablePointer<Element>, Int) -> Void) {
         let taken = Swift.min(prefix, end - head)
         guard taken > 0 else { return }
         let first = base + head
@@ -117,7 +130,8 @@ final class ValueBuffer<Element> {
         }
     }
 
-    func removeAll() {
+    @inlinable
+    public func removeAll() {
         (base + head).deinitialize(count: end - head)
         head = 0
         end = 0

@@ -2,11 +2,12 @@
 /// the node's whole life, so a digest can read every state in place, commit after commit, without
 /// a call per node. A cell is valid while its tree's `RuntimeTree.structureVersion` is the one it
 /// was read at (a node that ends frees its state).
-package struct NodeStateCell {
+public struct NodeStateCell {
     @usableFromInline let address: UnsafeRawPointer
     /// The `ObjectIdentifier` of the state's type.
-    package let type: ObjectIdentifier
+    public let type: ObjectIdentifier
 
+    @usableFromInline
     init<State>(_ storage: UnsafeMutablePointer<State>) {
         address = UnsafeRawPointer(storage)
         type = ObjectIdentifier(State.self)
@@ -15,7 +16,7 @@ package struct NodeStateCell {
     /// Runs `body` with the address of the state, a value of the type `type` names, for the
     /// duration of the call.
     @inlinable
-    package func withUnsafeAddress<Result>(_ body: (UnsafeRawPointer) throws -> Result) rethrows -> Result {
+    public func withUnsafeAddress<Result>(_ body: (UnsafeRawPointer) throws -> Result) rethrows -> Result {
         try body(address)
     }
 }

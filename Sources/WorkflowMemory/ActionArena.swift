@@ -10,20 +10,20 @@
 // by a commit on the host's own thread) the journal starts a new batch with a new arena, and the
 // old one is only read. The hand-off's lock orders every write before every read. The values
 // stored are actions, which are `Sendable`, so reading them on another thread is safe too.
-final class ActionArena: @unchecked Sendable {
-    private var chunks: [UnsafeMutableRawPointer] = []
+public final class ActionArena: @unchecked Sendable {
+    @usableFromInline @exclusivity(unchecked) var chunks: [UnsafeMutableRawPointer] = []
     /// The free space of the newest chunk.
-    private var next: UnsafeMutableRawPointer?
-    private var end: UnsafeMutableRawPointer?
+    @usableFromInline @exclusivity(unchecked) var next: UnsafeMutableRawPointer?
+    @usableFromInline @exclusivity(unchecked) var end: UnsafeMutableRawPointer?
     /// Size of the first chunk, and of later ones.
-    private let firstChunk: Int
-    private let chunkSize: Int
+    @usableFromInline let firstChunk: Int
+    @usableFromInline let chunkSize: Int
     /// Stored values whose type is not trivially destroyed, with that type.
-    private var toDeinitialize: [(address: UnsafeMutableRawPointer, type: Any.Type)] = []
+    @usableFromInline @exclusivity(unchecked) var toDeinitialize: [(address: UnsafeMutableRawPointer, type: Any.Type)] = []
 
     /// An arena sized for about `expected` small actions at first, growing by `chunkSize` bytes
     /// (or as much as a larger value needs).
-    init(expected: Int, chunkSize: Int = 16 << 10) {
+    public init(expected: Int, chunkSize: Int = 16 << 10) {
         self.chunkSize = chunkSize
         firstChunk = min(chunkSize, max(256, expected * 32))
     }
@@ -34,7 +34,8 @@ final class ActionArena: @unchecked Sendable {
     }
 
     /// Stores a copy of `value`; returns its slot, valid while the arena lives.
-    func store<A>(_ value: A) -> ActionSlot {
+    @inlinable
+    public func store<A>(_ value: A) -> ActionSlot {
         let size = MemoryLayout<A>.size, alignment = MemoryLayout<A>.alignment
         var address = next.map { Self.align($0, to: alignment) }
         if address == nil || address! + size > end! {
@@ -51,19 +52,21 @@ final class ActionArena: @unchecked Sendable {
         return ActionSlot(address: UnsafeRawPointer(slot), type: ObjectIdentifier(A.self))
     }
 
-    /// Appends the encoding of the action in `slot` (one of this arena's), read in place by
-    /// `encoding`, which must be an encoding of the slot's type.
-    func encode(_ slot: ActionSlot, with encoding: any ValueEncoding.Type, codec: any PayloadCodec, into bytes: inout [UInt8]) throws {
-        try encoding.encode(slot.address, codec: codec, into: &bytes)
+    /// Runs `body` with the address of the action in `slot` (one of this arena's), for the
+    /// duration of the call: the action is a value of the type `slot.type` names.
+    @inlinable
+    public func withUnsafeAddress<Result>(of slot: ActionSlot, _ body: (UnsafeRawPointer) throws -> Result) rethrows -> Result {
+        try body(slot.address)
     }
 
     /// A copy of the value in `slot` (one of this arena's); `nil` when it is not an `A`.
-    func value<A>(in slot: ActionSlot, as type: A.Type) -> A? {
+    public func value<A>(in slot: ActionSlot, as type: A.Type) -> A? {
         guard slot.type == ObjectIdentifier(A.self) else { return nil }
         return slot.address.assumingMemoryBound(to: A.self).pointee
     }
 
-    private static func align(_ pointer: UnsafeMutableRawPointer, to alignment: Int) -> UnsafeMutableRawPointer {
+    @usableFromInline
+    static func align(_ pointer: UnsafeMutableRawPointer, to alignment: Int) -> UnsafeMutableRawPointer {
         let bits = UInt(bitPattern: pointer), mask = UInt(alignment - 1)
         return UnsafeMutableRawPointer(bitPattern: (bits + mask) & ~mask).unsafelyUnwrapped
     }
@@ -76,13 +79,20 @@ final class ActionArena: @unchecked Sendable {
 
 /// Where one action lies in its batch's arena, and its type. Only the arena reads through it.
 //
-// @unchecked Sendable: the address is read only by `ActionArena`'s `encode` and `value(in:as:)`,
-// whose callers hold the arena (which keeps the memory alive) and follow its hand-off rule above.
-struct ActionSlot: @unchecked Sendable {
-    fileprivate let address: UnsafeRawPointer
+// @unchecked Sendable: the address is read only through `ActionArena`'s `withUnsafeAddress(of:_:)`
+// and `value(in:as:)`, whose callers hold the arena (which keeps the memory alive) and follow its
+// hand-off rule above.
+public struct ActionSlot: @unchecked Sendable {
+    @usableFromInline let address: UnsafeRawPointer
     /// The `ObjectIdentifier` of the stored action's type.
-    let type: ObjectIdentifier
+    public let type: ObjectIdentifier
+
+    @inlinable
+    init(address: UnsafeRawPointer, type: ObjectIdentifier) {
+        self.address = address
+        self.type = type
+    }
 
     /// Whether the action lies at a multiple of `alignment`.
-    func isAligned(to alignment: Int) -> Bool { Int(bitPattern: address) % alignment == 0 }
+    public func isAligned(to alignment: Int) -> Bool { Int(bitPattern: address) % alignment == 0 }
 }
