@@ -199,7 +199,7 @@ let package = Package(
         ),
         .testTarget(name: "WorkflowTests", dependencies: ["Workflow", "WorkflowTesting", "WorkflowLogging", "TestSupport", "TestWorkflows", "wf-test-child", "WorkflowLocks"]),
         // The raw storage's own tests (also run under AddressSanitizer by tools/test --sanitize address).
-        .testTarget(name: "WorkflowMemoryTests", dependencies: ["WorkflowMemory"]),
+        .testTarget(name: "WorkflowMemoryTests", dependencies: ["WorkflowMemory", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

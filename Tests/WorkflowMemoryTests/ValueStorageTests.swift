@@ -1,25 +1,6 @@
-import Synchronization
+import TestSupport
 import Testing
 import WorkflowMemory
-
-/// Counts the live instances made with it, so a test sees every element destroyed exactly once.
-private final class Tracked: Sendable {
-    let value: Int
-    let live: Tracker
-
-    init(_ value: Int, _ live: Tracker) {
-        self.value = value
-        self.live = live
-        live.count.add(1, ordering: .relaxed)
-    }
-
-    deinit { live.count.subtract(1, ordering: .relaxed) }
-}
-
-private final class Tracker: Sendable {
-    let count = Atomic<Int>(0)
-    var live: Int { count.load(ordering: .relaxed) }
-}
 
 /// The raw containers on their own: every element handed out once, in order, and destroyed
 /// once (the suite also runs under AddressSanitizer, which reports a use after free, a double
@@ -28,15 +9,15 @@ private final class Tracker: Sendable {
 struct ValueStorageTests {
     @Test("a ValueBuffer hands its elements out oldest first across growth and compaction, and destroys what it still holds")
     func valueBufferOrder() {
-        let tracker = Tracker()
+        let tracker = LiveCount()
         do {
-            let buffer = ValueBuffer<Tracked>(capacity: 2)
+            let buffer = ValueBuffer<Counted>(capacity: 2)
             var expected = 0, next = 0
-            let slot = ValueSlot<Tracked>()
+            let slot = ValueSlot<Counted>()
             // Appends and pops in an uneven rhythm: the storage grows, and compacts when half free.
             for round in 0..<200 {
                 for _ in 0..<(round % 7 + 1) {
-                    buffer.append(Tracked(next, tracker))
+                    buffer.append(Counted(next, tracker))
                     next += 1
                 }
                 for _ in 0..<(round % 5) {
@@ -54,20 +35,20 @@ struct ValueStorageTests {
 
     @Test("draining visits elements appended meanwhile; prefix drains take only the oldest; removeAll destroys the rest")
     func valueBufferDrains() {
-        let tracker = Tracker()
+        let tracker = LiveCount()
         do {
-            let buffer = ValueBuffer<Tracked>(capacity: 1)
-            for value in 0..<3 { buffer.append(Tracked(value, tracker)) }
+            let buffer = ValueBuffer<Counted>(capacity: 1)
+            for value in 0..<3 { buffer.append(Counted(value, tracker)) }
             var seen: [Int] = []
             buffer.drain { element in
                 seen.append(element.value)
                 // Appending while draining, past the capacity: the storage grows under the drain.
-                if element.value < 40 { buffer.append(Tracked(element.value + 3, tracker)) }
+                if element.value < 40 { buffer.append(Counted(element.value + 3, tracker)) }
             }
             #expect(seen == Array(0...42))
             #expect(buffer.isEmpty && tracker.live == 0)
 
-            for value in 0..<10 { buffer.append(Tracked(value, tracker)) }
+            for value in 0..<10 { buffer.append(Counted(value, tracker)) }
             var prefix: [Int] = []
             buffer.drain(prefix: 3) { prefix.append($0.value) }
             #expect(prefix == [0, 1, 2] && buffer.count == 7 && tracker.live == 7)
@@ -82,28 +63,28 @@ struct ValueStorageTests {
             })
             #expect(buffer.isEmpty && tracker.live == 0)
 
-            for value in 0..<5 { buffer.append(Tracked(value, tracker)) }
+            for value in 0..<5 { buffer.append(Counted(value, tracker)) }
             buffer.removeAll()
             #expect(buffer.isEmpty && tracker.live == 0)
-            buffer.append(Tracked(99, tracker))
+            buffer.append(Counted(99, tracker))
         }
         #expect(tracker.live == 0)
     }
 
     @Test("a value slot holds one value in place: initialized, read and changed, moved out, replaced by a buffer element, destroyed")
     func valueSlot() {
-        let tracker = Tracker()
+        let tracker = LiveCount()
         do {
-            let slot = ValueSlot<Tracked>()
-            slot.initialize(to: Tracked(1, tracker))
+            let slot = ValueSlot<Counted>()
+            slot.initialize(to: Counted(1, tracker))
             #expect(slot.value.value == 1 && tracker.live == 1)
-            slot.value = Tracked(2, tracker)
+            slot.value = Counted(2, tracker)
             #expect(slot.value.value == 2 && tracker.live == 1, "assigning destroys the value it replaces")
             let moved = slot.move()
             #expect(moved.value == 2 && tracker.live == 1)
 
-            let buffer = ValueBuffer<Tracked>()
-            for value in 3...5 { buffer.append(Tracked(value, tracker)) }
+            let buffer = ValueBuffer<Counted>()
+            for value in 3...5 { buffer.append(Counted(value, tracker)) }
             var replacing = false
             buffer.drain(prefix: 3, movingEach: { element in
                 slot.take(from: element, replacing: replacing)
@@ -113,7 +94,7 @@ struct ValueStorageTests {
             slot.deinitialize()
             #expect(tracker.live == 1)
 
-            let full = ValueSlot(Tracked(6, tracker))
+            let full = ValueSlot(Counted(6, tracker))
             #expect(full.value.value == 6)
             full.deinitialize()
         }

@@ -1,25 +1,6 @@
 @testable import Workflow
-import Synchronization
+import TestSupport
 import Testing
-
-/// Counts the live instances made with it, so a test sees every element destroyed exactly once.
-private final class Tracked: Sendable {
-    let value: Int
-    let live: Tracker
-
-    init(_ value: Int, _ live: Tracker) {
-        self.value = value
-        self.live = live
-        live.count.add(1, ordering: .relaxed)
-    }
-
-    deinit { live.count.subtract(1, ordering: .relaxed) }
-}
-
-private final class Tracker: Sendable {
-    let count = Atomic<Int>(0)
-    var live: Int { count.load(ordering: .relaxed) }
-}
 
 /// The runtime's rendering publisher, on its own: every rendering handed out in order and
 /// destroyed once (the suite also runs under AddressSanitizer, which reports a use after free,
@@ -28,17 +9,17 @@ private final class Tracker: Sendable {
 struct RuntimeStorageTests {
     @Test("a RenderingPublisher keeps the latest rendering; streams see each one in order from the one current when they opened")
     func publisherStreams() async {
-        let tracker = Tracker()
+        let tracker = LiveCount()
         do {
-            let publisher = RenderingPublisher<Tracked>()
+            let publisher = RenderingPublisher<Counted>()
             func publish(_ values: Range<Int>) {
-                let run = UnsafeMutablePointer<Tracked>.allocate(capacity: values.count)
+                let run = UnsafeMutablePointer<Counted>.allocate(capacity: values.count)
                 defer { run.deallocate() }
-                for (index, value) in values.enumerated() { (run + index).initialize(to: Tracked(value, tracker)) }
+                for (index, value) in values.enumerated() { (run + index).initialize(to: Counted(value, tracker)) }
                 publisher.publish(movingAll: run, count: values.count)
             }
-            let one = UnsafeMutablePointer<Tracked>.allocate(capacity: 1)
-            one.initialize(to: Tracked(0, tracker))
+            let one = UnsafeMutablePointer<Counted>.allocate(capacity: 1)
+            one.initialize(to: Counted(0, tracker))
             publisher.publish(movingFrom: one)
             one.deallocate()
             // With no stream, a run keeps only its last: the others are destroyed unseen.
