@@ -244,40 +244,17 @@ struct PostgresBackendTests {
             await first.stopAndWait()
         }
 
-        // The procedure commits, then waits; a helper thread cuts its connection while it waits
-        // (and puts the procedure back first), so the claim is made and its answer lost.
-        let procedure = "\(configuration.schema).\(procedureName)"
-        let original = try #require(try Self.sql("SELECT pg_get_functiondef('\(procedure)'::regproc)").first?.decode(String.self))
-        #expect(original.components(separatedBy: "COMMIT;").count == 2)
-        try Self.sql(original.replacingOccurrences(of: "COMMIT;", with: "COMMIT; PERFORM pg_sleep(60);"))
-        let cut = Lock<String?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            defer { done.signal() }
-            do {
-                let deadline = ContinuousClock.now + .seconds(30)
-                while ContinuousClock.now < deadline {
-                    let waiting = try Self.sql(
-                        "SELECT pid FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE '%\(procedureName)%' AND pid <> pg_backend_pid()")
-                    if let pid = try waiting.first?.decode(Int32.self) {
-                        try Self.sql(original)
-                        try Self.sql("SELECT pg_terminate_backend(\(pid))")
-                        cut.withLock { $0 = "cut" }
-                        return
-                    }
-                    usleep(10_000)
-                }
-                cut.withLock { $0 = "the claim never waited" }
-            } catch {
-                cut.withLock { $0 = "\(error)" }
+        // The procedure commits, then waits; its connection is cut while it waits, so the claim
+        // is made and its answer lost.
+        let (started, cut) = try Self.losingTheAnswer(of: procedureName, schema: configuration.schema, by: { pid in
+            try Self.sql("SELECT pg_terminate_backend(\(pid))")
+        }, during: {
+            Result {
+                resuming ? try store.resume(id: "c", as: DurableCounter.self, configuration: counters)
+                    : try store.start(DurableCounter(), id: "c", configuration: counters)
             }
-        }
-        let started = Result {
-            resuming ? try store.resume(id: "c", as: DurableCounter.self, configuration: counters)
-                : try store.start(DurableCounter(), id: "c", configuration: counters)
-        }
-        done.wait()
-        #expect(cut.withLock { $0 } == "cut")
+        })
+        #expect(cut == "cut")
         let host = try started.get()
         let applied = resuming ? 1 : 0
         #expect(host.rendering.state.applied == applied)
@@ -287,7 +264,76 @@ struct PostgresBackendTests {
         #expect(try store.instance(id: "c")?.lastSequence == UInt64(applied + 2))
     }
 
+    @Test(
+        "a claim whose answer is lost because the server went down, and cannot be read again: the resume fails, and once the server is back the instance is listed to take over and resumes",
+        .enabled(if: ProcessInfo.processInfo.environment["WORKFLOW_TEST_POSTGRES_CTL"] != nil)
+    )
+    func claimAnswerLostServerDown() async throws {
+        let configuration = Self.fresh()
+        let storage = try PostgresStorage.open(configuration)
+        let store = WorkflowStore(backend: storage)
+        let counters = DurableConfiguration(mode: .strict, actions: DurableCounter.actions)
+        let first = try store.start(DurableCounter(), id: "c", configuration: counters)
+        #expect(await first.rendering.sink.sendAndWait(.init(amount: 1)))
+        await first.stopAndWait()
+
+        var restarted = false
+        defer { if !restarted { try? Self.control("start") } }
+        let (resumed, cut) = try Self.losingTheAnswer(of: "wf_claim", schema: configuration.schema, by: { _ in
+            try Self.control("stop")
+        }, during: {
+            Result { try store.resume(id: "c", as: DurableCounter.self, configuration: counters) }
+        })
+        #expect(cut == "cut")
+        #expect(throws: DurableError.self) { try resumed.get() }
+        try Self.control("start")
+        restarted = true
+        // The claim the server kept is cleared before the listing, so the instance is not left
+        // held by this live process with nobody running it.
+        #expect(try storage.instancesToTakeOver() == ["c"])
+        let host = try store.resume(id: "c", as: DurableCounter.self, configuration: counters)
+        #expect(host.rendering.state.applied == 1)
+        #expect(await host.rendering.sink.sendAndWait(.init(amount: 2)))
+        await host.stopAndWait()
+    }
+
     // MARK: Helpers
+
+    /// Runs `body` while the store's procedure `procedure` commits, then waits: once a call waits,
+    /// the procedure is put back and `cut` is run with the waiting backend's pid (to lose the
+    /// call's answer). Returns what `body` returned and "cut", or why nothing was cut.
+    static func losingTheAnswer<Result>(
+        of procedure: String, schema: String, by cut: @escaping @Sendable (Int32) throws -> Void, during body: () -> Result
+    ) throws -> (Result, String?) {
+        let original = try #require(try sql("SELECT pg_get_functiondef('\(schema).\(procedure)'::regproc)").first?.decode(String.self))
+        #expect(original.components(separatedBy: "COMMIT;").count == 2)
+        try sql(original.replacingOccurrences(of: "COMMIT;", with: "COMMIT; PERFORM pg_sleep(60);"))
+        let outcome = Lock<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            defer { done.signal() }
+            do {
+                let deadline = ContinuousClock.now + .seconds(30)
+                while ContinuousClock.now < deadline {
+                    let waiting = try sql(
+                        "SELECT pid FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE '%\(procedure)%' AND pid <> pg_backend_pid()")
+                    if let pid = try waiting.first?.decode(Int32.self) {
+                        try sql(original)
+                        try cut(pid)
+                        outcome.withLock { $0 = "cut" }
+                        return
+                    }
+                    usleep(10_000)
+                }
+                outcome.withLock { $0 = "the call never waited" }
+            } catch {
+                outcome.withLock { $0 = "\(error)" }
+            }
+        }
+        let result = body()
+        done.wait()
+        return (result, outcome.withLock { $0 })
+    }
 
     /// Stops (as a crash would) or starts the test server.
     static func control(_ action: String) throws {

@@ -27,7 +27,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     // @unchecked Sendable: the stored properties marked "drainer-only" are touched only by the
     // current drainer. The `inbox` mutex hands the drainer role to one thread at a time
     // (`draining`), and its lock/unlock orders each drainer's writes before the next one's reads.
-    // `failure` has its own lock; the rest is immutable or thread-safe. The `JournalListener`
+    // `failureState` has its own lock; the rest is immutable or thread-safe. The `JournalListener`
     // methods, called from a journal's writer or timer thread, touch only `failureState` (its lock)
     // and the inbox (`enqueueInBackground`, under the inbox lock): drainer-only state is reached
     // through the items they enqueue, by whichever thread drains next.
