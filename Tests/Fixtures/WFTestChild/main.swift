@@ -97,6 +97,14 @@ func fail(_ message: String) -> Never {
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let command = arguments.first else { fail("usage: wf-test-child COMMAND ...") }
 
+// A helper whose test process is gone (this process was handed to another parent) ends: some
+// commands loop until killed, and nobody would read them or kill them any more.
+let parentAtStart = getppid()
+Thread.detachNewThread {
+    while getppid() == parentAtStart { usleep(100_000) }
+    _exit(0)
+}
+
 do {
     switch command {
     case "lmdb-append-loop":
@@ -558,6 +566,19 @@ do {
             stopped.wait()
         }
         say("done \(rounds)")
+
+    case "idle":
+        // idle: prints "idle", then does nothing until it is killed (or its parent is gone).
+        say("idle")
+        while true { sleep(60) }
+
+    case "spawn-idle":
+        // spawn-idle: starts the helper running "idle", prints "child PID" once it is idle, then
+        // does nothing until it is killed.
+        let child = try ChildProcess(["idle"], executable: CommandLine.arguments[0])
+        guard child.readLine() == "idle" else { fail("the child did not start") }
+        say("child \(child.pid)")
+        while true { sleep(60) }
 
     default:
         fail("unknown command \(command)")
