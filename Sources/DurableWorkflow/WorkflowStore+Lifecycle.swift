@@ -1,4 +1,8 @@
+import Dispatch
+import Foundation
+import Synchronization
 import Workflow
+import WorkflowLocks
 import WorkflowStorage
 
 extension WorkflowStore {
@@ -71,6 +75,10 @@ extension WorkflowStore {
     /// and listed as such; fix the cause and ``resume(id:as:configuration:)`` it, which marks it
     /// running again. An instance another live host holds, or that a storage error kept from
     /// resuming, keeps its status. Results are in order of instance id.
+    ///
+    /// Where the backend takes several commits at once (``StorageBackend/concurrentCommits``:
+    /// PostgreSQL, whose claims and reads are round trips), as many instances are resumed at
+    /// once, each on a thread of its own; else one after another.
     public func resumeAll<W: DurableWorkflow>(
         _ type: W.Type, configuration: DurableConfiguration = DurableConfiguration()
     ) throws -> [ResumeResult<W>] where W.Rendering: Sendable, W.Output: Sendable {
@@ -78,26 +86,54 @@ extension WorkflowStore {
         let ids = try storageCall(instance: nil) { () throws(StorageFailure) in try backend.instances() }
             .filter { $0.status == .running && $0.workflowType == typeName }
             .map(\.id).sorted()
-        return ids.map { id in
-            do {
-                return ResumeResult(id: id, outcome: .success(try resume(id: id, as: type, configuration: configuration)))
-            } catch let error as DurableError {
-                if error.kind.meansTheLogCannotBeReplayed {
-                    try? setStatus(.failed, id: id)
-                    metrics.instancesFailed.increment()
-                    configuration.logger.error("an instance cannot be replayed and is marked failed", metadata: [
-                        "instance": "\(id)", "workflow": "\(typeName)", "error": "\(error)",
-                    ])
-                } else {
-                    configuration.logger.warning("an instance could not be resumed", metadata: [
-                        "instance": "\(id)", "workflow": "\(typeName)", "error": "\(error)",
-                    ])
-                }
-                return ResumeResult(id: id, outcome: .failure(error))
-            } catch {
-                return ResumeResult(id: id, outcome: .failure(DurableError(
-                    .storage, store: path, instance: id, detail: "the instance could not be resumed: \(error)")))
+        let workers = min(backend.concurrentCommits, ids.count)
+        guard workers > 1 else { return ids.map { resumeForAll(id: $0, as: type, configuration: configuration) } }
+        let results = Lock([ResumeResult<W>?](repeating: nil, count: ids.count))
+        let next = Atomic(0)
+        let resumeTheRest: @Sendable () -> Void = {
+            while true {
+                let index = next.add(1, ordering: .relaxed).oldValue
+                guard index < ids.count else { return }
+                let result = self.resumeForAll(id: ids[index], as: type, configuration: configuration)
+                results.withLock { $0[index] = result }
             }
+        }
+        let helpers = DispatchGroup()
+        for _ in 1..<workers {
+            helpers.enter()
+            Thread.detachNewThread {
+                resumeTheRest()
+                helpers.leave()
+            }
+        }
+        resumeTheRest()
+        helpers.wait()
+        return results.withLock { $0.map { $0! } }
+    }
+
+    /// ``resumeAll(_:configuration:)``'s resume of one instance: its host, or why it could not be
+    /// resumed (an instance that cannot be replayed is marked failed).
+    private func resumeForAll<W: DurableWorkflow>(
+        id: String, as type: W.Type, configuration: DurableConfiguration
+    ) -> ResumeResult<W> where W.Rendering: Sendable, W.Output: Sendable {
+        do {
+            return ResumeResult(id: id, outcome: .success(try resume(id: id, as: type, configuration: configuration)))
+        } catch let error as DurableError {
+            if error.kind.meansTheLogCannotBeReplayed {
+                try? setStatus(.failed, id: id)
+                metrics.instancesFailed.increment()
+                configuration.logger.error("an instance cannot be replayed and is marked failed", metadata: [
+                    "instance": "\(id)", "workflow": "\(String(reflecting: W.self))", "error": "\(error)",
+                ])
+            } else {
+                configuration.logger.warning("an instance could not be resumed", metadata: [
+                    "instance": "\(id)", "workflow": "\(String(reflecting: W.self))", "error": "\(error)",
+                ])
+            }
+            return ResumeResult(id: id, outcome: .failure(error))
+        } catch {
+            return ResumeResult(id: id, outcome: .failure(DurableError(
+                .storage, store: path, instance: id, detail: "the instance could not be resumed: \(error)")))
         }
     }
 

@@ -22,6 +22,8 @@ final class SlowConcurrentStorage: StorageBackend {
         var overlaps: [String] = []
         var concurrentPeak = 0
         var running = 0
+        var claimsRunning = 0
+        var claimsPeak = 0
     }
 
     init(concurrentCommits: Int, returnsLate: Bool = false) {
@@ -31,6 +33,8 @@ final class SlowConcurrentStorage: StorageBackend {
 
     var overlaps: [String] { state.withLock { $0.overlaps } }
     var concurrentPeak: Int { state.withLock { $0.concurrentPeak } }
+    /// The most claims (resumes) that were in progress at once.
+    var claimsPeak: Int { state.withLock { $0.claimsPeak } }
 
     var name: String { inner.name }
     var location: String { inner.location }
@@ -62,8 +66,15 @@ final class SlowConcurrentStorage: StorageBackend {
     func instance(id: String) throws(StorageFailure) -> StoredInstance? { try inner.instance(id: id) }
     func instances() throws(StorageFailure) -> [StoredInstance] { try inner.instances() }
     func instanceIDs() throws(StorageFailure) -> [String] { try inner.instanceIDs() }
+    /// Each claim also takes a moment, as a round trip to a server does.
     func claim(id: String, as claim: InstanceClaim, takingOverIf: (InstanceClaim) -> Bool) throws(StorageFailure) -> ClaimOutcome {
-        try inner.claim(id: id, as: claim, takingOverIf: takingOverIf)
+        state.withLock { state in
+            state.claimsRunning += 1
+            state.claimsPeak = max(state.claimsPeak, state.claimsRunning)
+        }
+        defer { state.withLock { $0.claimsRunning -= 1 } }
+        usleep(UInt32.random(in: 500...2_000))
+        return try inner.claim(id: id, as: claim, takingOverIf: takingOverIf)
     }
     func release(id: String, claim: InstanceClaim) throws(StorageFailure) { try inner.release(id: id, claim: claim) }
     func setStatus(id: String, to status: InstanceStatus, at time: Int64) throws(StorageFailure) -> StoredInstance? {
@@ -133,6 +144,33 @@ struct PipelineConcurrencyTests {
             #expect(backend.concurrentPeak > 1, "the rounds overlapped (peak \(backend.concurrentPeak))")
         }
         #expect(backend.concurrentPeak <= 4)
+    }
+
+    @Test("resumeAll resumes as many instances at once as the backend takes commits, and lists them in id order", arguments: [1, 4])
+    func resumeAllAtOnce(concurrentCommits: Int) async throws {
+        let backend = SlowConcurrentStorage(concurrentCommits: concurrentCommits)
+        let store = WorkflowStore(backend: backend)
+        let configuration = DurableConfiguration(mode: .strict, actions: DurableCounter.actions)
+        let ids = (0..<24).map { "c\($0)" }
+        for (index, id) in ids.enumerated() {
+            let host = try store.start(DurableCounter(), id: id, configuration: configuration)
+            for amount in stride(from: 1, through: index, by: 1) { _ = await host.rendering.sink.sendAndWait(.init(amount: amount)) }
+            await host.stopAndWait()
+        }
+        let results = try store.resumeAll(DurableCounter.self, configuration: configuration)
+        #expect(results.map(\.id) == ids.sorted())
+        for result in results {
+            let host = try #require(try? result.outcome.get(), "\(result.id): \(result.outcome)")
+            let index = try #require(Int(result.id.dropFirst()))
+            #expect(host.rendering.state == .init(count: index * (index + 1) / 2, applied: index))
+            await host.stopAndWait()
+        }
+        if concurrentCommits == 1 {
+            #expect(backend.claimsPeak == 1)
+        } else {
+            #expect(backend.claimsPeak > 1, "the resumes ran one at a time")
+            #expect(backend.claimsPeak <= concurrentCommits)
+        }
     }
 
     @Test("while fewer instances wait than a round of their own needs, no second round starts: they join the next")

@@ -24,6 +24,7 @@ enum PostgresScenario {
     static let instanceCounts = [1, 10, 100]
     static let hostCounts = [1, 2, 4]
     static let severalHostsInstances = 1_000
+    static let resumeAllInstances = 2_000
     /// How long a child process runs its load before it measures.
     static let warmUp = 3.0
 
@@ -59,6 +60,7 @@ enum PostgresScenario {
         for hosts in hostCounts {
             results.append(contentsOf: try severalHosts(hosts, instances: severalHostsInstances, server: server, window: window, runs: runs))
         }
+        results.append(contentsOf: try resumeAll(instances: max(10, Int(Double(resumeAllInstances) * scale)), server: server, table: rawTable, runs: runs))
         var strictOne: Measurement?
         for count in [1, 100] {
             var result = try requestResponse(.strict, instances: count, server: server, window: window, runs: runs)
@@ -96,6 +98,24 @@ enum PostgresScenario {
         ) {
             ServiceScenario.acknowledgedPerSecond(hosts, window: window)
         }
+    }
+
+    /// A restart: `resumeAll` of `instances` instances, each with a snapshot and a log tail to
+    /// replay after it (as the recovery scenario's), against raw reads of as many instances' rows,
+    /// one query per instance, through one connection; each run pairs the two.
+    static func resumeAll(instances total: Int, server: PostgresConfiguration, table: RawTable, runs: Int) throws -> [Measurement] {
+        var configuration = server
+        configuration.schema = "wfbench_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let storage = try PostgresStorage.open(configuration)
+        defer { storage.close() }
+        let store = WorkflowStore(backend: storage)
+        try RecoveryScenario.fill(store, instances: total)
+        try table.insertLogs(instances: total, entries: RecoveryScenario.entries)
+        return try RecoveryScenario.pairedResumeAll(
+            name, "resume-all-\(total)",
+            detail: "resumeAll of \(total) instances (\(RecoveryScenario.entries) entries each, a snapshot at \(RecoveryScenario.snapshotAt)) on PostgreSQL",
+            raw: ("raw-read-each-\(total)", "raw PostgreSQL: one SELECT of each instance's \(RecoveryScenario.entries) rows, one after another"),
+            total: total, runs: runs, ceiling: { try table.readEachLog(instances: total) }, store: { store })
     }
 
     /// `instances` spread over `hosts` processes of this executable on one store, each with a
@@ -204,6 +224,33 @@ enum PostgresScenario {
                 return Double(rowsPerCommit * commits) / elapsed
             }
         }
+
+        /// Inserts `entries` rows for each of `instances` keys (above those `measure` uses).
+        func insertLogs(instances: Int, entries: Int) throws {
+            let record = ByteBuffer(bytes: [UInt8](repeating: 0xAB, count: RawLMDBScenario.recordSize))
+            for instance in 0..<instances {
+                let keys = Array(repeating: Self.logKey(instance), count: entries), sequences = (1...Int64(entries)).map { $0 }
+                _ = try connection.query(
+                    "CALL \(unescaped: schema).raw_insert(\(keys), \(sequences), \(Array(repeating: record, count: entries)))", logger: logger
+                ).wait()
+            }
+        }
+
+        /// Instances per second whose rows (as `insertLogs` made them) one query each reads.
+        func readEachLog(instances: Int) throws -> Double {
+            var rows = 0
+            let elapsed = try seconds {
+                for instance in 0..<instances {
+                    rows += try connection.query(
+                        "SELECT seq, rec FROM \(unescaped: schema).raw_log WHERE k = \(Self.logKey(instance)) ORDER BY seq", logger: logger
+                    ).wait().rows.count
+                }
+            }
+            guard rows > 0 else { throw BenchFailure("the raw logs are empty") }
+            return Double(instances) / elapsed
+        }
+
+        private static func logKey(_ instance: Int) -> Int64 { Int64(1) << 48 | Int64(instance) }
 
         /// Rows inserted per second by CALLs of `rows` rows (keys of `process`, a sequence each
         /// call) until `window` seconds are over.

@@ -17,25 +17,38 @@ enum RecoveryScenario {
         let total = max(10, Int(10_000 * scale))
         let dir = try temporaryStore("recovery")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let configuration = benchConfiguration(.processCrashSafe, snapshotEvery: snapshotAt)
-        do {
-            let store = try WorkflowStore.open(path: dir)
-            for index in 0..<total {
-                let host = try store.start(CodableCounter(), id: "i\(index)", configuration: configuration)
-                for _ in 1..<entries { host.rendering.sink.send(.init(amount: 1)) }
-                host.stop()
-            }
-            try store.sync()
-        }
+        try fill(WorkflowStore.open(path: dir), instances: total)
         let raw = try RawRecovery(instances: total)
-        var ceiling: [Double] = [], engine: [Double] = []
-        let result = try Measurement.measure(
-            name, "resume-all", metric: "instances_per_s", runs: runs,
-            detail: "resumeAll of \(total) instances (\(entries) entries each, a snapshot at \(snapshotAt)) in a reopened LMDB store"
-        ) {
-            // Paired: the ceiling right before each run, so both see the machine at the same moment.
-            ceiling.append(try raw.run())
-            let store = try WorkflowStore.open(path: dir)
+        return try pairedResumeAll(
+            name, "resume-all", detail: "resumeAll of \(total) instances (\(entries) entries each, a snapshot at \(snapshotAt)) in a reopened LMDB store",
+            raw: ("raw-resume-all", "raw LMDB: per instance a read of its record, snapshot and \(entries - snapshotAt) entries, an unsynced write"),
+            total: total, runs: runs, ceiling: { try raw.run() }, store: { try WorkflowStore.open(path: dir) })
+    }
+
+    /// The configuration of the recovered instances.
+    static let configuration = benchConfiguration(.processCrashSafe, snapshotEvery: snapshotAt)
+
+    /// Starts `total` counters in `store`, each with `entries` entries, and stops them (released).
+    static func fill(_ store: WorkflowStore, instances total: Int) throws {
+        for index in 0..<total {
+            let host = try store.start(CodableCounter(), id: "i\(index)", configuration: configuration)
+            for _ in 1..<entries { host.rendering.sink.send(.init(amount: 1)) }
+            host.stop()
+        }
+        try store.sync()
+    }
+
+    /// Measures `resumeAll` of the `total` instances in `store()` (each run stops what it resumed),
+    /// each run paired with `ceiling()` measured right before it, so both see the machine at the
+    /// same moment: the ceiling's measurement, then the engine's relative to it.
+    static func pairedResumeAll(
+        _ scenario: String, _ label: String, detail: String, raw: (label: String, detail: String), total: Int, runs: Int,
+        ceiling: () throws -> Double, store: () throws -> WorkflowStore
+    ) throws -> [Measurement] {
+        var ceilings: [Double] = [], engine: [Double] = []
+        let result = try Measurement.measure(scenario, label, metric: "instances_per_s", runs: runs, detail: detail) {
+            ceilings.append(try ceiling())
+            let store = try store()
             var resumed: [WorkflowHost<CodableCounter>] = []
             let elapsed = try seconds {
                 resumed = try store.resumeAll(CodableCounter.self, configuration: configuration).compactMap(\.host)
@@ -45,9 +58,8 @@ enum RecoveryScenario {
             engine.append(Double(total) / elapsed)
             return engine.last!
         }
-        let rawResult = Measurement(name, "raw-resume-all", metric: "instances_per_s", samples: ceiling,
-                                    detail: "raw LMDB: per instance a read of its record, snapshot and \(entries - snapshotAt) entries, an unsynced write")
-        return [rawResult, result.relative(to: rawResult, pairing: engine, with: ceiling)]
+        let rawResult = Measurement(scenario, raw.label, metric: "instances_per_s", samples: ceilings, detail: raw.detail)
+        return [rawResult, result.relative(to: rawResult, pairing: engine, with: ceilings)]
     }
 }
 
