@@ -76,7 +76,7 @@ extension WorkflowStore {
     /// running again. An instance another live host holds, or that a storage error kept from
     /// resuming, keeps its status. Results are in order of instance id.
     ///
-    /// Where the backend takes several commits at once (``StorageBackend/concurrentCommits``:
+    /// Where the backend takes several commits at once (`StorageBackend.concurrentCommits`:
     /// PostgreSQL, whose claims and reads are round trips), as many instances are resumed at
     /// once, each on a thread of its own; else one after another.
     public func resumeAll<W: DurableWorkflow>(
