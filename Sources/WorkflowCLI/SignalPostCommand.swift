@@ -29,6 +29,12 @@ struct SignalCommand: ParsableCommand {
         @Option(help: "A key that makes the post happen once: a repeated post with the same key returns the first one's version.")
         var idempotencyKey: String?
 
+        @Option(help: ArgumentHelp(
+            "A field of the trace context the post continues, as NAME=VALUE; repeat it for each field.",
+            discussion: "The versions carry it to their deliveries, whose spans join that trace. Example: --trace-context traceparent=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            valueName: "name=value"))
+        var traceContext: [String] = []
+
         struct Posted: Codable {
             let signal: String
             let version: UInt64
@@ -40,12 +46,20 @@ struct SignalCommand: ParsableCommand {
             guard (try? JSONSerialization.jsonObject(with: Data(payload), options: [.fragmentsAllowed])) != nil else {
                 throw ToolError.usage("the value is not JSON: \(value)")
             }
+            var fields: [String: String] = [:]
+            for field in traceContext {
+                guard let equals = field.firstIndex(of: "="), equals != field.startIndex else {
+                    throw ToolError.usage("--trace-context takes NAME=VALUE, not \(field)")
+                }
+                fields[String(field[..<equals])] = String(field[field.index(after: equals)...])
+            }
             let store = try options.open()
             let center = try SignalCenter.open(store: store, processIdentity: "wfctl-\(getpid())",
                                                configuration: .init(pollInterval: .seconds(3600)))
             defer { try? center.stop() }
-            let version = try center.post(SignalID(id), payload: payload, terminatesConsumersAfterDelivery: !keepConsumers,
-                                          idempotencyKey: idempotencyKey)
+            let version = try center.post([SignalPost(
+                signal: SignalID(id), payload: payload, terminatesConsumersAfterDelivery: !keepConsumers, idempotencyKey: idempotencyKey,
+                traceContext: TraceContext(fields))])[0]
             if options.json { return emit(try json(Posted(signal: id.uuidString, version: version))) }
             emit("posted version \(version) of \(id.uuidString)")
         }

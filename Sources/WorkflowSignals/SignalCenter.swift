@@ -107,7 +107,7 @@ public final class SignalCenter: Sendable {
         let traced = dispatcher.tracing?.startPost(posts)
         let records = posts.map {
             SignalPostRecord(signal: $0.signal.uuid, payload: $0.payload, terminates: $0.terminatesConsumersAfterDelivery,
-                             idempotencyKey: $0.idempotencyKey, traceContext: traced?.context ?? TraceContext())
+                             idempotencyKey: $0.idempotencyKey, traceContext: traced?.context ?? $0.traceContext)
         }
         let versions: [UInt64]
         do {
@@ -145,12 +145,22 @@ public struct SignalPost: Sendable {
     public let payload: [UInt8]
     public let terminatesConsumersAfterDelivery: Bool
     public let idempotencyKey: String?
+    /// The trace context the post continues when it comes from outside this process (a
+    /// request's W3C `traceparent` and `tracestate`; `wfctl signal post --trace-context`). With a
+    /// tracer, the post's span continues it (a batch's span, its first post's); without one, the
+    /// versions carry it as it is to their deliveries. Empty: the post's span continues the
+    /// caller's current context.
+    public let traceContext: TraceContext
 
     /// A post of `payload` to `signal`.
-    public init(signal: SignalID, payload: [UInt8], terminatesConsumersAfterDelivery: Bool = true, idempotencyKey: String? = nil) {
+    public init(
+        signal: SignalID, payload: [UInt8], terminatesConsumersAfterDelivery: Bool = true, idempotencyKey: String? = nil,
+        traceContext: TraceContext = TraceContext()
+    ) {
         self.signal = signal
         self.payload = payload
         self.terminatesConsumersAfterDelivery = terminatesConsumersAfterDelivery
         self.idempotencyKey = idempotencyKey
+        self.traceContext = traceContext
     }
 }

@@ -20,10 +20,18 @@ struct SignalTracing: Sendable {
         }
     }
 
-    /// A span for a post of `posts` (a child of the caller's current context), and the context
-    /// every version of the post carries.
+    /// A span for a post of `posts`, and the context every version of the post carries. The span
+    /// continues the first post's own context when it has one (it came from outside this
+    /// process), else the caller's current context.
     func startPost(_ posts: [SignalPost]) -> (span: any Span, context: TraceContext) {
-        let span = tracer.startSpan("workflow.signal.post", ofKind: .producer)
+        let span: any Span
+        if let given = posts.first(where: { !$0.traceContext.isEmpty })?.traceContext {
+            var context = ServiceContext.topLevel
+            tracer.extract(given.fields, into: &context, using: FieldsExtractor())
+            span = tracer.startSpan("workflow.signal.post", context: context, ofKind: .producer)
+        } else {
+            span = tracer.startSpan("workflow.signal.post", ofKind: .producer)
+        }
         if posts.count == 1 { span.attributes["workflow.signal"] = posts[0].signal.description }
         span.attributes["workflow.signal.posts"] = posts.count
         var fields: [String: String] = [:]

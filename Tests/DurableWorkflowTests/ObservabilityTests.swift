@@ -202,6 +202,21 @@ struct ObservabilityTests {
         #expect(Set(linked) == Set(workflowDeliveries.map(\.spanID)))
     }
 
+    @Test("a post given the trace context of a caller outside the process continues that trace, and its versions carry the post's span")
+    func signalPostContinuesGivenContext() throws {
+        let dir = TemporaryDirectory("observability-given-context")
+        let tracer = InMemoryTracer()
+        let center = try SignalCenter.open(path: dir.path, processIdentity: "poster", configuration: SignalConfiguration(tracer: tracer))
+        defer { try? center.stop() }
+        let signal = SignalID()
+        let given = TraceContext([InMemoryTracer.traceIDKey: "trace-7", InMemoryTracer.spanIDKey: "span-7"])
+        let version = try center.post([SignalPost(signal: signal, payload: Array("1".utf8), traceContext: given)])[0]
+        let post = try #require(tracer.finishedSpans.first { $0.operationName == "workflow.signal.post" })
+        #expect(post.traceID == "trace-7" && post.parentSpanID == "span-7")
+        let stored = try #require(try center.versions(of: signal).first { $0.version == version })
+        #expect(stored.traceContext == TraceContext([InMemoryTracer.traceIDKey: "trace-7", InMemoryTracer.spanIDKey: post.spanID]))
+    }
+
     @Test("the engine logs starts, resumes, takeovers of a dead process's claim, finished instances and instances marked failed")
     func logs() async throws {
         let dir = TemporaryDirectory("observability-logs")

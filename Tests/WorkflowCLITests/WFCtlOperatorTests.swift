@@ -1,10 +1,12 @@
 import DurableWorkflow
 import Foundation
+import InMemoryTracing
 import TestSupport
 import Testing
 import Workflow
 import WorkflowExamples
 import WorkflowLMDB
+import WorkflowLocks
 import WorkflowSignals
 import WorkflowStorage
 
@@ -114,6 +116,34 @@ struct WFCtlOperatorTests {
         let center = try SignalCenter.open(path: dir.path, processIdentity: "reader")
         defer { try? center.stop() }
         #expect(try center.signals().first { $0.id == signal }?.latestVersion == 2)
+    }
+
+    @Test("signal post --trace-context: the versions carry the given trace context, and a consumer's delivery span joins that trace")
+    func signalPostTraceContext() async throws {
+        let dir = TemporaryDirectory("cli-signal-trace")
+        let signal = SignalID()
+        let tracer = InMemoryTracer()
+        let center = try SignalCenter.open(path: dir.path, processIdentity: "traced consumer", configuration: SignalConfiguration(tracer: tracer))
+        defer { try? center.stop() }
+        let consumer = try center.register(signal, owner: "test consumer")
+        let delivered = Lock<[TraceContext]>([])
+        center.attach(consumer, handler: .atLeastOnce { delivery in delivered.withLock { $0.append(delivery.traceContext) } })
+
+        // The fields a tracer of the operator's side injected (here the in-memory tracer's own).
+        let posted = try wfctl([
+            "signal", "post", dir.path, "\(signal)", "1",
+            "--trace-context", "\(InMemoryTracer.traceIDKey)=trace-42", "--trace-context", "\(InMemoryTracer.spanIDKey)=span-42",
+        ])
+        #expect(posted.code == 0, "\(posted.lines)")
+        let deadline = ContinuousClock.now + .seconds(10)
+        while delivered.withLock({ $0.isEmpty }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        // wfctl has no tracer: the version carries the context as it was given.
+        #expect(delivered.withLock { $0 } == [TraceContext([InMemoryTracer.traceIDKey: "trace-42", InMemoryTracer.spanIDKey: "span-42"])])
+        let spans = tracer.finishedSpans.filter { $0.operationName == "workflow.signal.deliver" }
+        #expect(spans.count == 1 && spans.first?.traceID == "trace-42" && spans.first?.parentSpanID == "span-42", "\(spans)")
+
+        let malformed = try wfctl(["signal", "post", dir.path, "\(signal)", "2", "--trace-context", "traceparent"])
+        #expect(malformed.code == 2 && malformed.lines.contains { $0.contains("NAME=VALUE") }, "\(malformed.lines)")
     }
 
     @Test("with --json, an error is a JSON object on standard output with the exit code")
