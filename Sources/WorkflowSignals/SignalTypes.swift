@@ -65,8 +65,8 @@ public struct SignalDelivery: Sendable, Hashable {
     public let terminatesConsumersAfterDelivery: Bool
     /// When it was posted.
     public let posted: WallTime
-    /// The poster's trace context (empty when the poster had no tracer and was given none): the delivery's span
-    /// continues its trace, and a handler may extract it with its own tracer.
+    /// The poster's trace context (empty when the poster had no tracer and was given none): the
+    /// delivery's span continues its trace, and a handler may extract it with its own tracer.
     public let traceContext: TraceContext
 
     init(_ record: SignalVersionRecord, consumer: ConsumerID?) {
