@@ -16,8 +16,15 @@ final class SlowConcurrentStorage: StorageBackend {
     /// server's commit is before its acknowledgement reaches the client; else after it.
     let returnsLate: Bool
     private let state = Lock(State())
+    /// Signalled when a commit starts while another is held (see `holdNextCommit`).
+    private let secondCommit = DispatchSemaphore(value: 0)
+
+    /// Where a hold armed by `holdNextCommit` stands.
+    enum Hold { case none, armed, holding, released }
 
     struct State {
+        /// Whether the next commit waits, before it writes, until another starts beside it.
+        var hold = Hold.none
         var inFlight: Set<String> = []
         var overlaps: [String] = []
         var concurrentPeak = 0
@@ -33,6 +40,24 @@ final class SlowConcurrentStorage: StorageBackend {
 
     var overlaps: [String] { state.withLock { $0.overlaps } }
     var concurrentPeak: Int { state.withLock { $0.concurrentPeak } }
+
+    /// The next commit waits (at most `holdTimeout`) until a second one starts beside it, so
+    /// that a test sees whether the pipeline starts another round while one is in flight, however
+    /// fast or slow the machine runs the hosts that fill it.
+    func holdNextCommit() { state.withLock { $0.hold = .armed } }
+
+    /// Returns once the commit `holdNextCommit` armed is waiting (or `holdTimeout` passed).
+    func untilHolding() async { await until { $0 != .armed } }
+
+    /// Returns once the held commit goes on (or `holdTimeout` passed).
+    func untilReleased() async { await until { $0 != .armed && $0 != .holding } }
+
+    private func until(_ condition: (Hold) -> Bool) async {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !condition(state.withLock { $0.hold }), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(1)) }
+    }
+
+    static let holdTimeout = DispatchTimeInterval.seconds(10)
     /// The most claims (resumes) that were in progress at once.
     var claimsPeak: Int { state.withLock { $0.claimsPeak } }
 
@@ -42,10 +67,25 @@ final class SlowConcurrentStorage: StorageBackend {
     var isReadOnly: Bool { false }
 
     func commit(_ request: CommitRequest) throws(StorageFailure) -> [CommitOutcome] {
-        state.withLock { state in
+        let (holds, releases) = state.withLock { state -> (Bool, Bool) in
             for changes in request.changes where !state.inFlight.insert(changes.id).inserted { state.overlaps.append(changes.id) }
             state.running += 1
             state.concurrentPeak = max(state.concurrentPeak, state.running)
+            switch state.hold {
+            case .armed:
+                state.hold = .holding
+                return (true, false)
+            case .holding where state.running > 1:
+                state.hold = .released
+                return (false, true)
+            default:
+                return (false, false)
+            }
+        }
+        if releases { secondCommit.signal() }
+        if holds {
+            _ = secondCommit.wait(timeout: .now() + Self.holdTimeout)
+            state.withLock { $0.hold = .released }
         }
         defer {
             state.withLock { state in
@@ -113,9 +153,16 @@ struct PipelineConcurrencyTests {
         let sends = 120
         // Enough instances that more than `extraRoundMinimum` wait while a round is in flight.
         let hosts = try (0..<48).map { try store.start(DurableCounter(), id: "c\($0)", configuration: configuration) }
+        // In grouped mode the first host's first round waits until another starts beside it (or
+        // ten seconds pass). The other hosts start once it waits and each hand in one batch, then
+        // wait for it to go on: 47 batches wait while a round is in flight, on any machine. (Let
+        // run, a host that gets ahead by its whole backlog stops its thread until its batches go,
+        // and two such hosts stop the test's two cooperative threads.)
+        if mode == "grouped" { backend.holdNextCommit() }
         await withTaskGroup(of: Void.self) { group in
             for host in hosts {
                 group.addTask {
+                    if mode == "grouped", host !== hosts[0] { await backend.untilHolding() }
                     // Half the instances await every fourth action (their rounds fall out of
                     // step, so rounds overlap), half send all at once (their batches pile up
                     // while one is in flight).
@@ -125,6 +172,7 @@ struct PipelineConcurrencyTests {
                             _ = await host.rendering.sink.sendAndWait(.init(amount: amount))
                         } else {
                             host.rendering.sink.send(.init(amount: amount))
+                            if mode == "grouped" && amount == 4 { await backend.untilReleased() }
                         }
                     }
                     await host.flush()
