@@ -51,24 +51,41 @@ extension PostgresStorage {
                 CALL \(unescaped: self.schema).wf_commit(\(synced), \(keys), \(ids), \(pids), \(starts), \(tokens), \(firsts), \(counts), \
                 \(updated), \(snapshotMaxima), \(statuses), \(entryOwners), \(entrySequences), \(records), \(snapshotOwners), \(snapshotSequences), \(snapshots), \
                 \(markOwners), \(markConsumers), \(markVersions), \(markTerminates), \(markKeep), \
-                NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
+                NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
                 """, on: connection)
             guard let row = rows.first else { throw DamagedRow(detail: "the commit procedure returned no row") }
             return row
         } }
         do {
-            let (states, outPids, outStarts, outTokens, outStatuses, created, outUpdated, lasts, lastSnapshots, types, codecs) = try row.decode(
-                ([Int16], [Int32], [Int64], [Int64], [Int16], [Int64], [Int64], [Int64], [Int64], [String], [String]).self)
+            let (written, statuses, created, outUpdated, lasts, lastSnapshots, types, codecs, states, outPids, outStarts, outTokens) = try row.decode(
+                ([Int32]?, [Int16]?, [Int64]?, [Int64]?, [Int64]?, [Int64]?, [String]?, [String]?, [Int16]?, [Int32]?, [Int64]?, [Int64]?).self)
+            // The instances written come in the server's order, each with its place in the request.
+            var outcomes = [CommitOutcome?](repeating: nil, count: request.changes.count)
+            let count = written?.count ?? 0
+            guard [statuses?.count, created?.count, outUpdated?.count, lasts?.count, lastSnapshots?.count, types?.count, codecs?.count]
+                .allSatisfy({ ($0 ?? 0) == count }) else { throw DamagedRow(detail: "the commit procedure's answers differ in length") }
+            for (row, place) in (written ?? []).enumerated() {
+                let index = Int(place) - 1
+                guard outcomes.indices.contains(index), outcomes[index] == nil, let statuses, let created, let outUpdated, let lasts,
+                      let lastSnapshots, let types, let codecs else {
+                    throw DamagedRow(detail: "the commit procedure answered for an instance it was not given")
+                }
+                let changes = request.changes[index]
+                outcomes[index] = .committed(StoredInstance(
+                    id: changes.id, key: changes.key, workflowType: types[row], codec: codecs[row],
+                    status: try Self.status(statuses[row], id: changes.id), created: created[row], updated: outUpdated[row],
+                    lastSequence: UInt64(bitPattern: lasts[row]), lastSnapshot: UInt64(bitPattern: lastSnapshots[row]), claim: changes.claim))
+            }
             return try request.changes.indices.map { index -> CommitOutcome in
+                if let outcome = outcomes[index] { return outcome }
+                // Not written: the procedure said why, for every instance, in request order.
+                guard let states, let outPids, let outStarts, let outTokens,
+                      [states.count, outPids.count, outStarts.count, outTokens.count].allSatisfy({ $0 == request.changes.count }) else {
+                    throw DamagedRow(detail: "the commit procedure did not say why instance \(request.changes[index].id) was not written")
+                }
                 let claim = InstanceClaim(
                     pid: outPids[index], processStart: UInt64(bitPattern: outStarts[index]), token: UInt64(bitPattern: outTokens[index]))
                 switch states[index] {
-                case 0:
-                    let id = request.changes[index].id
-                    return .committed(StoredInstance(
-                        id: id, key: request.changes[index].key, workflowType: types[index], codec: codecs[index],
-                        status: try Self.status(outStatuses[index], id: id), created: created[index], updated: outUpdated[index],
-                        lastSequence: UInt64(bitPattern: lasts[index]), lastSnapshot: UInt64(bitPattern: lastSnapshots[index]), claim: claim))
                 case 1: return .refused(current: claim)
                 case 3:
                     // The store does not say which mark: the instance's changes carry one per delivery, rarely more.
