@@ -111,6 +111,35 @@ struct StorageContractTests {
         #expect(try backend.texts(a.key).count == 3)
     }
 
+    @Test("each instance of a commit gets its own outcome, in the order the request lists them, whatever the store's order", arguments: BackendKind.allCases)
+    func outcomesFollowTheRequest(kind: BackendKind) throws {
+        let backend = try kind.make().backend
+        let created = try (0..<12).map { try #require(try backend.create(Records.new("i\($0)", claim: Records.hostA))) }
+        // Listed newest first, each with a different number of entries, one of them under a claim
+        // that does not hold it (so the store also says why it was not written).
+        let listed = Array(created.reversed())
+        let changes = listed.enumerated().map { place, instance in
+            InstanceChanges(id: instance.id, key: instance.key, claim: place == 5 ? Records.hostB : Records.hostA,
+                            entries: Records.range(2, UInt64(2 + place)), updated: Int64(10 + place))
+        }
+        let outcomes = try backend.commit(CommitRequest(durability: .synced, changes: changes))
+        try #require(outcomes.count == listed.count)
+        for (place, instance) in listed.enumerated() {
+            if place == 5 {
+                #expect(outcomes[place] == .refused(current: Records.hostA), "\(instance.id)")
+                #expect(try backend.instance(id: instance.id)?.lastSequence == 1)
+                continue
+            }
+            guard case .committed(let stored) = outcomes[place] else {
+                Issue.record("\(instance.id) must commit: \(outcomes[place])")
+                continue
+            }
+            #expect(stored.id == instance.id && stored.key == instance.key)
+            #expect(stored.lastSequence == UInt64(2 + place) && stored.updated == Int64(10 + place))
+            #expect(try backend.instance(id: instance.id) == stored)
+        }
+    }
+
     @Test("a commit whose entries leave a gap fails as a whole: no instance in it is written", arguments: BackendKind.allCases)
     func commitIsAtomic(kind: BackendKind) throws {
         let backend = try kind.make().backend
