@@ -30,13 +30,27 @@ extension WorkflowStore {
     public func resume<W: DurableWorkflow>(
         id: String, as type: W.Type, configuration: DurableConfiguration = DurableConfiguration()
     ) throws -> WorkflowHost<W> where W.Rendering: Sendable, W.Output: Sendable {
-        let plan = try replayPlan(id: id, as: type, through: nil, useSnapshot: true, configuration: configuration)
-        let configuration = plan.configuration
-        if plan.record.status == .cancelled {
-            throw DurableError(.instanceCancelled, store: path, instance: id, detail: "the instance was cancelled",
-                               recovery: "A cancelled instance is not resumed; read its log with `wfctl log`, or delete it")
+        // The claim comes first and returns the instance as it stands; its newest snapshot and
+        // the entries after it are then read at once (one round trip to a database server).
+        let claimed: StoredInstance
+        do {
+            claimed = try claimOwnership(of: id, logger: configuration.logger)
+        } catch {
+            // What is wrong with the instance itself is said before who holds it.
+            let plan = try replayPlan(id: id, as: type, through: nil, useSnapshot: true, configuration: configuration)
+            if plan.record.status == .cancelled { throw cancelled(id) }
+            throw error
         }
-        let claimed = try claimOwnership(of: id, logger: configuration.logger)
+        let plan: ReplayPlan<W>
+        do {
+            let tail = try? backend.readTail(of: claimed.key, through: claimed.lastSequence, limit: Int(Self.replayChunk))
+            plan = try replayPlan(record: claimed, id: id, as: type, through: nil, useSnapshot: true, configuration: configuration, tail: tail)
+            if claimed.status == .cancelled { throw cancelled(id) }
+        } catch {
+            releaseOwnership(of: id, owner: claimed.claim)
+            throw error
+        }
+        let configuration = plan.configuration
         let journal = InstanceJournal(store: self, instanceID: id, record: claimed, configuration: configuration)
         // A failed replay stops the host, which releases the claim (hostDidStop).
         let started = ContinuousClock.now
@@ -61,6 +75,11 @@ extension WorkflowStore {
         // An instance `resumeAll` marked failed runs again once it replays.
         if claimed.status == .failed { try setStatus(.running, id: id) }
         return host
+    }
+
+    private func cancelled(_ id: String) -> DurableError {
+        DurableError(.instanceCancelled, store: path, instance: id, detail: "the instance was cancelled",
+                     recovery: "A cancelled instance is not resumed; read its log with `wfctl log`, or delete it")
     }
 
     /// A span for the replay of a resume.

@@ -14,6 +14,9 @@ struct ReplayPlan<W: DurableWorkflow> {
     let restorer: SnapshotRestorer?
     /// The caller's configuration with the instance's codec.
     let configuration: DurableConfiguration
+    /// Entries already read with the snapshot (a resume's `StorageBackend.readTail`), from the
+    /// one after it (from the props entry without one); the replay reads on after them.
+    var prefetched: LogRecords? = nil
 }
 
 extension WorkflowStore {
@@ -24,6 +27,17 @@ extension WorkflowStore {
         id: String, as type: W.Type, through: UInt64?, useSnapshot: Bool, configuration: DurableConfiguration
     ) throws -> ReplayPlan<W> {
         guard let record = try record(id: id) else { throw notFound(id) }
+        return try replayPlan(record: record, id: id, as: type, through: through, useSnapshot: useSnapshot, configuration: configuration)
+    }
+
+    /// Reads what a replay of `record` up to `through` (default: the end) needs, starting from
+    /// `tail` (the newest snapshot and the entries after it, read at once) where it serves: a
+    /// snapshot in it that is not the one to start from, or a tail that does not fit, is left
+    /// and read as without one.
+    func replayPlan<W: DurableWorkflow>(
+        record: StoredInstance, id: String, as type: W.Type, through: UInt64?, useSnapshot: Bool,
+        configuration: DurableConfiguration, tail: LogTail? = nil
+    ) throws -> ReplayPlan<W> {
         guard record.workflowType == String(reflecting: W.self) else {
             throw DurableError(.wrongWorkflowType, store: path, instance: id,
                                detail: "the instance runs \(record.workflowType), not \(String(reflecting: W.self))",
@@ -38,11 +52,25 @@ extension WorkflowStore {
         // Outputs waiting for acknowledgement are delivered again by replaying their entries: a
         // snapshot taken before they were acknowledged would skip them.
         let whole = configuration.outputDelivery == .untilAcknowledged
-        let snapshot = useSnapshot && record.lastSnapshot > 0
-            ? try latestSnapshot(record: record, id: id, atMost: target, acknowledgedWhole: whole) : nil
+        var snapshot: Snapshot?, prefetched: LogRecords?
+        if useSnapshot && record.lastSnapshot > 0 {
+            if let stored = tail?.snapshot, stored.sequence <= target, let decoded = stored.bytes.withUnsafeBytes({ Snapshot.decode($0) }),
+               !(whole && decoded.hasUnacknowledgedOutputs) {
+                snapshot = decoded
+                prefetched = tail?.entries
+            } else {
+                snapshot = try latestSnapshot(record: record, id: id, atMost: target, acknowledgedWhole: whole)
+            }
+        } else if let tail, tail.snapshot == nil {
+            prefetched = tail.entries
+        }
+        if let entries = prefetched, entries.firstSequence != (snapshot?.sequence ?? 0) + 1 { prefetched = nil }
         let props: [UInt8]
         if let snapshot {
             props = snapshot.rootProps
+        } else if let entries = prefetched, !entries.isEmpty,
+                  let first = entries.record(1).withUnsafeBytes({ LogEntry.decode($0, sequence: 1) }), first.isProps {
+            props = first.payload
         } else {
             guard let first = try readEntries(record: record, id: id, from: 1, through: 1).first, first.isProps else {
                 throw corrupt(id, sequence: 1)
@@ -56,7 +84,8 @@ extension WorkflowStore {
         }
         return ReplayPlan(
             id: id, record: record, root: root, rootProps: props, baseSequence: snapshot?.sequence ?? 1, target: target,
-            restorer: snapshot.map { SnapshotRestorer(snapshot: $0, codec: configuration.codec) }, configuration: configuration)
+            restorer: snapshot.map { SnapshotRestorer(snapshot: $0, codec: configuration.codec) }, configuration: configuration,
+            prefetched: prefetched)
     }
 
     /// The newest readable snapshot of `record` at or before `sequence`; a corrupt one is skipped
@@ -88,6 +117,21 @@ extension WorkflowStore {
         var next = plan.baseSequence + 1
         var decoders = DecoderCache(
             ownBytes: configuration.codec is BinaryPayloadCodec, digests: StateDigests(codec: configuration.codec, store: path, instance: plan.id))
+        if let entries = plan.prefetched, entries.firstSequence <= next, entries.lastSequence >= next {
+            let last = min(entries.lastSequence, plan.target)
+            var cache = LogEntry.DecodingCache()
+            do {
+                try entries.forEach { sequence, bytes in
+                    guard sequence >= next, sequence <= last else { return }
+                    guard let entry = LogEntry.View.decode(bytes, sequence: sequence, cache: &cache) else { throw corrupt(plan.id, sequence: sequence) }
+                    try apply(entry, plan: plan, driver: driver, configuration: configuration, decoders: &decoders)
+                }
+            } catch let divergence as DurableError where divergence.kind == .nonDeterministic {
+                throw describingStateBefore(divergence, plan: plan)
+            }
+            for observer in observers { observer.replayProgress(instance: plan.id, sequence: last, target: plan.target) }
+            next = last + 1
+        }
         while next <= plan.target {
             let last = min(next + Self.replayChunk - 1, plan.target)
             do {

@@ -70,6 +70,13 @@ extension PostgresStorage {
     /// compare-and-set: a claim that changed in between is read again.
     public func claim(id: String, as claim: InstanceClaim, takingOverIf: (InstanceClaim) -> Bool) throws(StorageFailure) -> ClaimOutcome {
         try requireLease("claim")
+        // A free instance (the common case: its last host stopped) is claimed in one round trip.
+        do {
+            if let claimed = try claimIfFree(id: id, as: claim) { return .claimed(claimed) }
+        } catch {
+            if let made = settleUnknownClaim(id: id, claim: claim, after: error) { return .claimed(made) }
+            throw error
+        }
         while true {
             guard let (stored, holder) = try ownership(of: id) else { return .notFound }
             if !stored.claim.isNone {
@@ -100,6 +107,26 @@ extension PostgresStorage {
                 claimed.claim = claim
                 return .claimed(claimed)
             }
+        }
+    }
+
+    /// Claims instance `id` if no claim and no host hold it: the instance as claimed, or `nil`
+    /// (held, or not there) for the caller to read and decide.
+    private func claimIfFree(id: String, as claim: InstanceClaim) throws(StorageFailure) -> StoredInstance? {
+        try write("claim") { connection -> StoredInstance? in
+            let rows = try self.rows(
+                """
+                CALL \(unescaped: self.schema).wf_claim_free(\(id), \(claim.pid), \(Int64(bitPattern: claim.processStart)), \
+                \(Int64(bitPattern: claim.token)), \(self.hostID), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
+                """, on: connection)
+            guard let row = rows.first else { throw DamagedRow(detail: "the claim procedure returned no row") }
+            let (key, type, codec, status, created, updated, last, snapshot) = try row.decode(
+                (Int64?, String?, String?, Int16?, Int64?, Int64?, Int64?, Int64?).self)
+            guard let key, let type, let codec, let status, let created, let updated, let last, let snapshot else { return nil }
+            return StoredInstance(
+                id: id, key: UInt64(bitPattern: key), workflowType: type, codec: codec, status: try Self.status(status, id: id),
+                created: created, updated: updated, lastSequence: UInt64(bitPattern: last), lastSnapshot: UInt64(bitPattern: snapshot),
+                claim: claim)
         }
     }
 

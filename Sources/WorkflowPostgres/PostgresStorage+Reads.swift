@@ -52,6 +52,43 @@ extension PostgresStorage {
         }
     }
 
+    /// One query: the newest snapshot and the entries after it, as a resume reads them.
+    public func readTail(of key: UInt64, through sequence: UInt64, limit: Int) throws -> LogTail {
+        let instance = Int64(bitPattern: key), last = Int64(clamping: sequence)
+        let rows = try run("read tail") { connection -> [PostgresRow] in
+            try self.rows(
+                """
+                WITH s AS (
+                    SELECT seq, state FROM \(unescaped: self.schema).wf_snapshot
+                     WHERE instance_key = \(instance) AND seq <= \(last) ORDER BY seq DESC LIMIT 1
+                ), l AS (
+                    SELECT seq, record FROM \(unescaped: self.schema).wf_log
+                     WHERE instance_key = \(instance) AND seq > COALESCE((SELECT seq FROM s), 0) AND seq <= \(last)
+                     ORDER BY seq LIMIT \(max(0, limit))
+                )
+                SELECT (SELECT seq FROM s), (SELECT state FROM s),
+                       (SELECT array_agg(seq ORDER BY seq) FROM l), (SELECT array_agg(record ORDER BY seq) FROM l)
+                """, on: connection)
+        }
+        guard let row = rows.first else { throw failure(.corrupted, "read tail", "the tail query returned no row") }
+        let (snapshotSequence, snapshotBytes, sequences, records): (Int64?, ByteBuffer?, [Int64]?, [ByteBuffer]?)
+        do {
+            (snapshotSequence, snapshotBytes, sequences, records) = try row.decode((Int64?, ByteBuffer?, [Int64]?, [ByteBuffer]?).self)
+        } catch {
+            throw storageFailure(error, operation: "read tail")
+        }
+        var snapshot: LogTail.Snapshot?
+        if let snapshotSequence, let snapshotBytes {
+            snapshot = LogTail.Snapshot(sequence: UInt64(bitPattern: snapshotSequence), bytes: Array(snapshotBytes.readableBytesView))
+        }
+        var entries = LogRecords(firstSequence: (snapshot?.sequence ?? 0) + 1, capacity: sequences?.count ?? 0)
+        for (found, record) in zip(sequences ?? [], records ?? []) {
+            guard UInt64(bitPattern: found) == entries.lastSequence + 1 else { break }
+            record.readableBytesView.withUnsafeBytes { entries.append($0) }
+        }
+        return LogTail(snapshot: snapshot, entries: entries)
+    }
+
     public func putSnapshot(id: String, sequence: UInt64, bytes: [UInt8]) throws(StorageFailure) {
         let existed = try write("put snapshot") { connection -> Bool in
             let rows = try self.rows(

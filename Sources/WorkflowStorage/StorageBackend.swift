@@ -71,6 +71,13 @@ public protocol StorageBackend: AnyObject, Sendable {
     /// Calls `visit` with the snapshots of instance `key` at or below `sequence`, newest first,
     /// until it returns false.
     func readSnapshots(of key: UInt64, atMost sequence: UInt64, _ visit: (UInt64, UnsafeRawBufferPointer) throws -> Bool) throws
+    /// What a resume reads before it replays, where a backend can read it at once (one round
+    /// trip to a server): the newest snapshot of instance `key` at or below `sequence`, and up to
+    /// `limit` entries after it (from sequence 1 without one), no further than `sequence`. The
+    /// entries stop before the first one missing or unreadable; the caller reads on from there
+    /// (and reports what it finds). The default reads them with ``readSnapshots(of:atMost:_:)``
+    /// and ``readEntries(of:from:through:_:)``.
+    func readTail(of key: UInt64, through sequence: UInt64, limit: Int) throws -> LogTail
     /// Stores a snapshot of instance `id` taken outside a commit (by a tool), raising its
     /// `lastSnapshot` if it is newer.
     func putSnapshot(id: String, sequence: UInt64, bytes: [UInt8]) throws(StorageFailure)
@@ -101,4 +108,50 @@ extension StorageBackend {
     public var concurrentCommits: Int { 1 }
 
     public func close() {}
+
+    public func readTail(of key: UInt64, through sequence: UInt64, limit: Int) throws -> LogTail {
+        var snapshot: LogTail.Snapshot?
+        try readSnapshots(of: key, atMost: sequence) { found, bytes in
+            snapshot = LogTail.Snapshot(sequence: found, bytes: Array(bytes))
+            return false
+        }
+        var entries = LogRecords(firstSequence: (snapshot?.sequence ?? 0) + 1)
+        guard entries.firstSequence <= sequence, limit > 0 else { return LogTail(snapshot: snapshot, entries: entries) }
+        let last = min(sequence, entries.firstSequence + UInt64(limit) - 1)
+        do {
+            try readEntries(of: key, from: entries.firstSequence, through: last) { found, bytes in
+                guard found == entries.lastSequence + 1 else { return false }
+                entries.append(bytes)
+                return true
+            }
+        } catch {
+            // The entries read before it are returned: the caller reads on and reports it.
+        }
+        return LogTail(snapshot: snapshot, entries: entries)
+    }
+}
+
+/// What ``StorageBackend/readTail(of:through:limit:)`` read: an instance's newest snapshot at or
+/// below a sequence, and the entries after it.
+public struct LogTail: Sendable {
+    /// A stored snapshot: the sequence it was taken at and its bytes.
+    public struct Snapshot: Sendable, Equatable {
+        public var sequence: UInt64
+        public var bytes: [UInt8]
+
+        public init(sequence: UInt64, bytes: [UInt8]) {
+            self.sequence = sequence
+            self.bytes = bytes
+        }
+    }
+
+    /// The newest snapshot at or below the sequence asked for, if any.
+    public var snapshot: Snapshot?
+    /// Entries from the one after the snapshot (or from 1), dense, possibly fewer than asked for.
+    public var entries: LogRecords
+
+    public init(snapshot: Snapshot?, entries: LogRecords) {
+        self.snapshot = snapshot
+        self.entries = entries
+    }
 }

@@ -31,6 +31,8 @@ final class SlowConcurrentStorage: StorageBackend {
         var running = 0
         var claimsRunning = 0
         var claimsPeak = 0
+        /// Calls of the read methods, by name.
+        var reads: [String: Int] = [:]
     }
 
     init(concurrentCommits: Int, returnsLate: Bool = false) {
@@ -60,6 +62,11 @@ final class SlowConcurrentStorage: StorageBackend {
     static let holdTimeout = DispatchTimeInterval.seconds(10)
     /// The most claims (resumes) that were in progress at once.
     var claimsPeak: Int { state.withLock { $0.claimsPeak } }
+    /// How many times each read method was called (`instance`, `readEntries`, `readSnapshots`,
+    /// `readTail`, `claim`), since the last `resetReads()`.
+    var reads: [String: Int] { state.withLock { $0.reads } }
+    func resetReads() { state.withLock { $0.reads = [:] } }
+    private func counting(_ name: String) { state.withLock { $0.reads[name, default: 0] += 1 } }
 
     var name: String { inner.name }
     var location: String { inner.location }
@@ -103,12 +110,16 @@ final class SlowConcurrentStorage: StorageBackend {
     }
 
     func create(_ instance: NewInstance) throws(StorageFailure) -> StoredInstance? { try inner.create(instance) }
-    func instance(id: String) throws(StorageFailure) -> StoredInstance? { try inner.instance(id: id) }
+    func instance(id: String) throws(StorageFailure) -> StoredInstance? {
+        counting("instance")
+        return try inner.instance(id: id)
+    }
     func instances() throws(StorageFailure) -> [StoredInstance] { try inner.instances() }
     func instanceIDs() throws(StorageFailure) -> [String] { try inner.instanceIDs() }
     /// Each claim also takes a moment, as a round trip to a server does.
     func claim(id: String, as claim: InstanceClaim, takingOverIf: (InstanceClaim) -> Bool) throws(StorageFailure) -> ClaimOutcome {
         state.withLock { state in
+            state.reads["claim", default: 0] += 1
             state.claimsRunning += 1
             state.claimsPeak = max(state.claimsPeak, state.claimsRunning)
         }
@@ -124,10 +135,17 @@ final class SlowConcurrentStorage: StorageBackend {
     func sync() throws(StorageFailure) {}
     func syncPeriodically(every interval: Duration) {}
     func readEntries(of key: UInt64, from: UInt64, through: UInt64, _ visit: (UInt64, UnsafeRawBufferPointer) throws -> Bool) throws {
+        counting("readEntries")
         try inner.readEntries(of: key, from: from, through: through, visit)
     }
     func readSnapshots(of key: UInt64, atMost sequence: UInt64, _ visit: (UInt64, UnsafeRawBufferPointer) throws -> Bool) throws {
+        counting("readSnapshots")
         try inner.readSnapshots(of: key, atMost: sequence, visit)
+    }
+    /// One call, as a database server's one query.
+    func readTail(of key: UInt64, through sequence: UInt64, limit: Int) throws -> LogTail {
+        counting("readTail")
+        return try inner.readTail(of: key, through: sequence, limit: limit)
     }
     func putSnapshot(id: String, sequence: UInt64, bytes: [UInt8]) throws(StorageFailure) {
         try inner.putSnapshot(id: id, sequence: sequence, bytes: bytes)
@@ -219,6 +237,39 @@ struct PipelineConcurrencyTests {
             #expect(backend.claimsPeak > 1, "the resumes ran one at a time")
             #expect(backend.claimsPeak <= concurrentCommits)
         }
+    }
+
+    @Test("a resume claims the instance and reads its snapshot and log tail in one call, with no other read", arguments: [nil, 5])
+    func resumeReadsOnce(snapshotEvery: Int?) async throws {
+        let backend = SlowConcurrentStorage(concurrentCommits: 1)
+        let store = WorkflowStore(backend: backend)
+        let configuration = DurableConfiguration(mode: .strict, actions: DurableCounter.actions, snapshotEvery: snapshotEvery)
+        let host = try store.start(DurableCounter(), id: "c", configuration: configuration)
+        for amount in 1...12 { _ = await host.rendering.sink.sendAndWait(.init(amount: amount)) }
+        await host.stopAndWait()
+        backend.resetReads()
+        let resumed = try store.resume(id: "c", as: DurableCounter.self, configuration: configuration)
+        #expect(resumed.rendering.state == .init(count: 78, applied: 12))
+        #expect(backend.reads == ["claim": 1, "readTail": 1], "\(backend.reads)")
+        await resumed.stopAndWait()
+    }
+
+    @Test("a log longer than one tail read resumes whole: the replay reads on after the tail")
+    func resumeReadsOnAfterTail() async throws {
+        let backend = SlowConcurrentStorage(concurrentCommits: 1)
+        let store = WorkflowStore(backend: backend)
+        let configuration = DurableConfiguration(
+            mode: .grouped(maxBatch: 1_000, maxDelay: .milliseconds(1)), actions: DurableCounter.actions, snapshotEvery: nil, digests: .off)
+        let actions = Int(WorkflowStore.replayChunk) + 500
+        let host = try store.start(DurableCounter(), id: "c", configuration: configuration)
+        for _ in 0..<actions { host.rendering.sink.send(.init(amount: 1)) }
+        await host.flush()
+        await host.stopAndWait()
+        backend.resetReads()
+        let resumed = try store.resume(id: "c", as: DurableCounter.self, configuration: configuration)
+        #expect(resumed.rendering.state == .init(count: actions, applied: actions))
+        #expect(backend.reads["readTail"] == 1 && backend.reads["readEntries"] == 1, "\(backend.reads)")
+        await resumed.stopAndWait()
     }
 
     @Test("while fewer instances wait than a round of their own needs, no second round starts: they join the next")

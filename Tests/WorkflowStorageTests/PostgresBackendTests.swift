@@ -230,18 +230,27 @@ struct PostgresBackendTests {
 
     @Test(
         "a claim or a create whose answer is lost (its connection cut after the server committed it) still gives this process the instance: it is not left held by a live process with nobody running it",
-        arguments: ["wf_claim", "wf_create"]
+        // A free instance is claimed by wf_claim_free, one held by a dead process by wf_claim.
+        arguments: ["wf_claim_free", "wf_claim", "wf_create"]
     )
     func claimAnswerLost(procedureName: String) async throws {
         let configuration = Self.fresh()
         let storage = try PostgresStorage.open(configuration)
         let store = WorkflowStore(backend: storage)
         let counters = DurableConfiguration(mode: .strict, actions: DurableCounter.actions)
-        let resuming = procedureName == "wf_claim"
+        let resuming = procedureName != "wf_create"
         if resuming {
             let first = try store.start(DurableCounter(), id: "c", configuration: counters)
             #expect(await first.rendering.sink.sendAndWait(.init(amount: 1)))
             await first.stopAndWait()
+        }
+        if procedureName == "wf_claim" {
+            // Held by a process that is gone: the resume takes it over.
+            let gone = InstanceClaim(pid: Int32.max - 7, processStart: 1, token: 1)
+            guard case .claimed = try storage.claim(id: "c", as: gone, takingOverIf: { _ in false }) else {
+                Issue.record("the free instance must be claimed")
+                return
+            }
         }
 
         // The procedure commits, then waits; its connection is cut while it waits, so the claim
@@ -279,7 +288,7 @@ struct PostgresBackendTests {
 
         var restarted = false
         defer { if !restarted { try? Self.control("start") } }
-        let (resumed, cut) = try Self.losingTheAnswer(of: "wf_claim", schema: configuration.schema, by: { _ in
+        let (resumed, cut) = try Self.losingTheAnswer(of: "wf_claim_free", schema: configuration.schema, by: { _ in
             try Self.control("stop")
         }, during: {
             Result { try store.resume(id: "c", as: DurableCounter.self, configuration: counters) }

@@ -140,6 +140,36 @@ struct StorageContractTests {
         }
     }
 
+    @Test("readTail returns the newest snapshot at or below a sequence and up to a limit of entries after it", arguments: BackendKind.allCases)
+    func readsTail(kind: BackendKind) throws {
+        let backend = try kind.make().backend
+        let created = try #require(try backend.create(Records.new("i", entries: 20, claim: Records.hostA)))
+        let plain = try #require(try backend.create(Records.new("plain", entries: 4, claim: Records.hostA)))
+        try backend.putSnapshot(id: "i", sequence: 5, bytes: [5])
+        try backend.putSnapshot(id: "i", sequence: 12, bytes: [12, 12])
+        func texts(_ records: LogRecords) -> [String] {
+            var found: [String] = []
+            records.forEach { sequence, bytes in found.append("\(sequence):" + String(decoding: bytes, as: UTF8.self)) }
+            return found
+        }
+
+        let whole = try backend.readTail(of: created.key, through: 20, limit: 100)
+        #expect(whole.snapshot == LogTail.Snapshot(sequence: 12, bytes: [12, 12]))
+        #expect(texts(whole.entries) == (13...20).map { "\($0):entry \($0)" })
+        let earlier = try backend.readTail(of: created.key, through: 10, limit: 100)
+        #expect(earlier.snapshot == LogTail.Snapshot(sequence: 5, bytes: [5]))
+        #expect(texts(earlier.entries) == (6...10).map { "\($0):entry \($0)" })
+        let limited = try backend.readTail(of: created.key, through: 20, limit: 3)
+        #expect(limited.entries.firstSequence == 13 && texts(limited.entries) == ["13:entry 13", "14:entry 14", "15:entry 15"])
+        let atSnapshot = try backend.readTail(of: created.key, through: 12, limit: 100)
+        #expect(atSnapshot.snapshot?.sequence == 12 && atSnapshot.entries.isEmpty && atSnapshot.entries.firstSequence == 13)
+
+        let none = try backend.readTail(of: plain.key, through: 4, limit: 100)
+        #expect(none.snapshot == nil)
+        #expect(texts(none.entries) == ["1:entry 1", "2:entry 2", "3:entry 3", "4:entry 4"])
+        #expect(try backend.readTail(of: plain.key, through: 4, limit: 0).entries.isEmpty)
+    }
+
     @Test("a commit whose entries leave a gap fails as a whole: no instance in it is written", arguments: BackendKind.allCases)
     func commitIsAtomic(kind: BackendKind) throws {
         let backend = try kind.make().backend

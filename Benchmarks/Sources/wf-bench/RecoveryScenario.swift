@@ -30,12 +30,26 @@ enum RecoveryScenario {
 
     /// Starts `total` counters in `store`, each with `entries` entries, and stops them (released).
     static func fill(_ store: WorkflowStore, instances total: Int) throws {
+        var hosts: [WorkflowHost<CodableCounter>] = []
         for index in 0..<total {
             let host = try store.start(CodableCounter(), id: "i\(index)", configuration: configuration)
             for _ in 1..<entries { host.rendering.sink.send(.init(amount: 1)) }
+            hosts.append(host)
+        }
+        stopAll(hosts)
+        try store.sync()
+    }
+
+    /// Stops `hosts` and returns once every one has stopped (its instance released), so that a
+    /// measurement after it does not share the machine or the store with their releases.
+    static func stopAll(_ hosts: [WorkflowHost<CodableCounter>]) {
+        let stopped = DispatchGroup()
+        for host in hosts {
+            stopped.enter()
+            host.whenStopped { stopped.leave() }
             host.stop()
         }
-        try store.sync()
+        stopped.wait()
     }
 
     /// Measures `resumeAll` of the `total` instances in `store()` (each run stops what it resumed),
@@ -54,7 +68,7 @@ enum RecoveryScenario {
                 resumed = try store.resumeAll(CodableCounter.self, configuration: configuration).compactMap(\.host)
             }
             guard resumed.count == total else { throw BenchFailure("resumed \(resumed.count) of \(total) instances") }
-            for host in resumed { host.stop() }
+            stopAll(resumed)
             engine.append(Double(total) / elapsed)
             return engine.last!
         }
