@@ -274,12 +274,22 @@ extension WorkflowStore {
         while next <= through {
             let last = min(through, next + Self.replayChunk - 1)
             let (records, failure) = pull(record: record, id: id, from: next, through: last)
-            try records.forEach { sequence, bytes in
-                guard let entry = LogEntry.View.decode(bytes, sequence: sequence, cache: &cache) else { throw corrupt(id, sequence: sequence) }
-                try visit(entry)
-            }
+            try visitRecords(records, id: id, from: next, through: last, cache: &cache, visit)
             if let failure { throw failure }
             next = last + 1
+        }
+    }
+
+    /// Calls `visit` with the entries of `records` from `from` through `through`, each decoded in
+    /// place; one that does not decode is ``DurableError/Kind/corruptEntry`` naming its sequence.
+    func visitRecords(
+        _ records: LogRecords, id: String, from: UInt64, through: UInt64, cache: inout LogEntry.DecodingCache,
+        _ visit: (LogEntry.View) throws -> Void
+    ) throws {
+        try records.forEach { sequence, bytes in
+            guard sequence >= from, sequence <= through else { return }
+            guard let entry = LogEntry.View.decode(bytes, sequence: sequence, cache: &cache) else { throw corrupt(id, sequence: sequence) }
+            try visit(entry)
         }
     }
 

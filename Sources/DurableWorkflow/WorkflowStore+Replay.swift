@@ -117,26 +117,20 @@ extension WorkflowStore {
         var next = plan.baseSequence + 1
         var decoders = DecoderCache(
             ownBytes: configuration.codec is BinaryPayloadCodec, digests: StateDigests(codec: configuration.codec, store: path, instance: plan.id))
-        if let entries = plan.prefetched, entries.firstSequence <= next, entries.lastSequence >= next {
-            let last = min(entries.lastSequence, plan.target)
-            var cache = LogEntry.DecodingCache()
-            do {
-                try entries.forEach { sequence, bytes in
-                    guard sequence >= next, sequence <= last else { return }
-                    guard let entry = LogEntry.View.decode(bytes, sequence: sequence, cache: &cache) else { throw corrupt(plan.id, sequence: sequence) }
-                    try apply(entry, plan: plan, driver: driver, configuration: configuration, decoders: &decoders)
-                }
-            } catch let divergence as DurableError where divergence.kind == .nonDeterministic {
-                throw describingStateBefore(divergence, plan: plan)
-            }
-            for observer in observers { observer.replayProgress(instance: plan.id, sequence: last, target: plan.target) }
-            next = last + 1
-        }
+        var cache = LogEntry.DecodingCache()
         while next <= plan.target {
-            let last = min(next + Self.replayChunk - 1, plan.target)
+            // The entries read with the snapshot first, then chunks pulled from the store.
+            let tail = plan.prefetched.flatMap { $0.firstSequence <= next && $0.lastSequence >= next ? $0 : nil }
+            let last = min(tail?.lastSequence ?? (next + Self.replayChunk - 1), plan.target)
             do {
-                try visitEntries(record: plan.record, id: plan.id, from: next, through: last) { entry in
-                    try apply(entry, plan: plan, driver: driver, configuration: configuration, decoders: &decoders)
+                if let tail {
+                    try visitRecords(tail, id: plan.id, from: next, through: last, cache: &cache) { entry in
+                        try apply(entry, plan: plan, driver: driver, configuration: configuration, decoders: &decoders)
+                    }
+                } else {
+                    try visitEntries(record: plan.record, id: plan.id, from: next, through: last) { entry in
+                        try apply(entry, plan: plan, driver: driver, configuration: configuration, decoders: &decoders)
+                    }
                 }
             } catch let divergence as DurableError where divergence.kind == .nonDeterministic {
                 throw describingStateBefore(divergence, plan: plan)
