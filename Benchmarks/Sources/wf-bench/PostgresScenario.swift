@@ -11,7 +11,8 @@ import WorkflowPostgres
 ///
 /// - per-commit `strict` (one instance, one action per commit) against 1 row per commit;
 /// - request/response `grouped`, N instances each with a client looping `await sendAndWait`,
-///   against N rows per commit;
+///   against N rows per commit; with 100 instances also against the same clients awaiting raw
+///   group `CALL`s with no engine (``RawGroupCommitter``), paired run by run;
 /// - request/response `strict`, 100 instances against 1;
 /// - several hosts: 1,000 instances spread over 1, 2 and 4 host processes (`grouped`, a client
 ///   each), against as many processes each committing its share of the rows per raw `CALL`,
@@ -22,6 +23,9 @@ import WorkflowPostgres
 enum PostgresScenario {
     static let name = "postgres"
     static let instanceCounts = [1, 10, 100]
+    /// The instance count whose request/response is also measured against the same shape on raw
+    /// PostgreSQL.
+    static let shapeInstances = 100
     static let hostCounts = [1, 2, 4]
     static let severalHostsInstances = 1_000
     static let resumeAllInstances = 2_000
@@ -37,6 +41,7 @@ enum PostgresScenario {
             FileHandle.standardError.write(Data("wf-bench: postgres skipped: set WORKFLOW_BENCH_POSTGRES to a server URL (tools/bench starts one)\n".utf8))
             return []
         }
+        defer { BenchSchemas.dropAll(on: server) }
         let window = max(0.25, 1.0 * scale)
         var results: [Measurement] = []
         var raw: [Int: Measurement] = [:]
@@ -47,11 +52,13 @@ enum PostgresScenario {
             raw[count] = result
             results.append(result)
         }
-        for count in instanceCounts {
+        for count in instanceCounts where count != shapeInstances {
             var result = try requestResponse(.grouped, instances: count, server: server, window: window, runs: runs)
             if let ceiling = raw[count] { result = result.relative(to: ceiling) }
             results.append(result)
         }
+        let (shape, engine, paired) = try groupedAgainstShape(server: server, table: rawTable, window: window, runs: runs)
+        results += [shape.relative(to: raw[shapeInstances]!), engine.relative(to: raw[shapeInstances]!), paired]
         // The same with one commit in flight at a time: what overlapping commits bring.
         if let ceiling = raw[100] {
             results.append(try requestResponse(.grouped, instances: 100, server: server, window: window, runs: runs, concurrentCommits: 1)
@@ -73,19 +80,49 @@ enum PostgresScenario {
         return results
     }
 
-    static func requestResponse(
-        _ mode: DurableConfiguration.Mode, instances count: Int, server: PostgresConfiguration, window: Double, runs: Int,
-        concurrentCommits: Int? = nil
-    ) throws -> Measurement {
-        let modeName = if case .strict = mode { "strict" } else { "grouped" }
+    /// `count` counters started in a new schema, and their store's storage.
+    static func startInstances(
+        _ mode: DurableConfiguration.Mode, count: Int, server: PostgresConfiguration, concurrentCommits: Int? = nil
+    ) throws -> (storage: PostgresStorage, hosts: [WorkflowHost<CodableCounter>]) {
         var configuration = server
         if let concurrentCommits { configuration.concurrentCommits = concurrentCommits }
-        configuration.schema = "wfbench_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        configuration.schema = BenchSchemas.new("wfbench_")
         let storage = try PostgresStorage.open(configuration)
         let store = WorkflowStore(backend: storage)
         let hosts = try (0..<count).map { index in
             try store.start(CodableCounter(), id: "i\(index)", configuration: benchConfiguration(mode))
         }
+        return (storage, hosts)
+    }
+
+    /// Request/response in `grouped` with ``shapeInstances`` instances, each run paired with the
+    /// same shape on raw PostgreSQL (``rawRequestResponse(clients:server:table:)``, as many
+    /// commits in flight as the engine's, measured right before it): the shape's figure, the
+    /// engine's, and the engine's against the shape's (the median of the runs' ratios).
+    static func groupedAgainstShape(
+        server: PostgresConfiguration, table: RawTable, window: Double, runs: Int
+    ) throws -> (shape: Measurement, engine: Measurement, paired: Measurement) {
+        let count = shapeInstances
+        let (storage, hosts) = try startInstances(.grouped, count: count, server: server)
+        defer {
+            for host in hosts { host.stop() }
+            storage.close()
+        }
+        let shape = try rawRequestResponse(clients: count, server: server, table: table)
+        defer { shape.stop() }
+        return shape.pairedWithEngine(
+            name, clients: count, window: window, runs: runs, shapeMetric: "rows_per_s",
+            shapeDetail: "raw PostgreSQL: \(count) clients each looping await one row's group CALL, up to \(server.concurrentCommits) in flight, for \(window) s",
+            engineDetail: "\(count) instances on PostgreSQL, a client each looping await sendAndWait for \(window) s"
+        ) { ServiceScenario.acknowledgedPerSecond(hosts, window: window) }
+    }
+
+    static func requestResponse(
+        _ mode: DurableConfiguration.Mode, instances count: Int, server: PostgresConfiguration, window: Double, runs: Int,
+        concurrentCommits: Int? = nil
+    ) throws -> Measurement {
+        let modeName = if case .strict = mode { "strict" } else { "grouped" }
+        let (storage, hosts) = try startInstances(mode, count: count, server: server, concurrentCommits: concurrentCommits)
         defer {
             for host in hosts { host.stop() }
             storage.close()
@@ -105,7 +142,7 @@ enum PostgresScenario {
     /// one query per instance, through one connection; each run pairs the two.
     static func resumeAll(instances total: Int, server: PostgresConfiguration, table: RawTable, runs: Int) throws -> [Measurement] {
         var configuration = server
-        configuration.schema = "wfbench_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        configuration.schema = BenchSchemas.new("wfbench_")
         let storage = try PostgresStorage.open(configuration)
         defer { storage.close() }
         let store = WorkflowStore(backend: storage)
@@ -129,7 +166,7 @@ enum PostgresScenario {
             rawSamples.append(try ChildProcesses.runTogether((0..<hosts).map { host in
                 ["--postgres-raw-child", url!, rawTable.schema, "\(host)", "\(share)", "\(window)"]
             }))
-            let schema = "wfbench_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+            let schema = BenchSchemas.new("wfbench_")
             engineSamples.append(try ChildProcesses.runTogether((0..<hosts).map { host in
                 ["--postgres-host-child", url!, schema, "r\(run)h\(host)-", "\(share)", "\(window)"]
             }))
@@ -181,7 +218,7 @@ enum PostgresScenario {
 
         /// Creates the table in a new schema, or (`schema` given) uses the one another process created.
         init(server: PostgresConfiguration, schema existing: String? = nil) throws {
-            schema = existing ?? "wfbench_raw_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+            schema = existing ?? BenchSchemas.new("wfbench_raw_")
             connection = try PostgresConnection.connect(
                 on: MultiThreadedEventLoopGroup.singleton.next(),
                 configuration: .init(host: server.host, port: server.port, username: server.username, password: server.password,

@@ -6,7 +6,8 @@ import Workflow
 import WorkflowLMDB
 
 /// A service's shapes: N instances in one store, each driven by its own client task, against the
-/// raw ceiling of N appends per synced commit measured in the same run.
+/// raw ceiling of N appends per synced commit measured in the same run, and request/response
+/// against the same shape with no engine (``RawGroupCommitter``), paired run by run.
 ///
 /// - request/response: each client loops `await sendAndWait` for a fixed window (`grouped`,
 ///   `strict`); the figure is actions acknowledged per second over all clients;
@@ -36,10 +37,10 @@ enum ServiceScenario {
 
         var groupedByCount: [Int: Measurement] = [:]
         for count in instanceCounts {
-            var result = try requestResponse(.grouped, instances: count, window: window, runs: runs)
-            if let ceiling = raw[count] { result = result.relative(to: ceiling) }
-            groupedByCount[count] = result
-            results.append(result)
+            let (shape, engine, paired) = try groupedAgainstShape(instances: count, window: window, runs: runs)
+            let grouped = raw[count].map { engine.relative(to: $0) } ?? engine
+            groupedByCount[count] = grouped
+            results += [raw[count].map { shape.relative(to: $0) } ?? shape, grouped, paired]
         }
         var strictOne: Measurement?
         for count in instanceCounts {
@@ -147,6 +148,24 @@ enum ServiceScenario {
         done.wait()
         let elapsed = ContinuousClock.now - start
         return Double(acknowledged.value) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    }
+
+    /// Request/response in `grouped` with `count` instances, each run paired with the same shape
+    /// on raw LMDB (``RawGroupCommitter``, measured right before it): the shape's figure, the
+    /// engine's, and the engine's against the shape's (the median of the runs' ratios).
+    static func groupedAgainstShape(instances count: Int, window: Double, runs: Int) throws -> (shape: Measurement, engine: Measurement, paired: Measurement) {
+        let (store, hosts, dir) = try startInstances(.grouped, count: count, label: "rr-grouped-\(count)")
+        defer {
+            for host in hosts { host.stop() }
+            _ = store
+            try? FileManager.default.removeItem(atPath: dir)
+        }
+        let shape = try RawLMDBRequestResponse(clients: count)
+        return shape.committer.pairedWithEngine(
+            name, clients: count, window: window, runs: runs, shapeMetric: "appends_per_s",
+            shapeDetail: "raw LMDB: \(count) clients each looping await one record's synced group commit for \(window) s",
+            engineDetail: "\(count) instances, a client each looping await sendAndWait for \(window) s"
+        ) { acknowledgedPerSecond(hosts, window: window) }
     }
 
     static func requestResponse(_ mode: DurableConfiguration.Mode, instances count: Int, window: Double, runs: Int) throws -> Measurement {

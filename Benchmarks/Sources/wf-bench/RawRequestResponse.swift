@@ -1,0 +1,185 @@
+import Foundation
+import LMDB
+import PostgresNIO
+import Synchronization
+import WorkflowPostgres
+
+/// The request/response shape with no engine in it: N client tasks each loop on awaiting the
+/// durability of one 100-byte record; one committer thread takes every record waiting, writes them
+/// in one synced LMDB transaction and resumes their clients. It is what any engine that
+/// acknowledges each action after its synced commit must at least do, so it is the ceiling of the
+/// service scenario's request/response cases measured with the same clients, tasks and disk.
+final class RawGroupCommitter: Sendable {
+    /// Writes one round: the clients whose records it holds. Made on its committer's thread.
+    typealias RoundWriter = ([Int]) throws -> Void
+
+    private struct Waiting {
+        var clients: [(client: Int, resume: CheckedContinuation<Void, Never>)] = []
+        var idle = 0
+        var stopping = false
+    }
+
+    private let waiting = Mutex(Waiting())
+    private let wake = DispatchSemaphore(value: 0)
+    private let stopped = DispatchSemaphore(value: 0)
+    private let committers: Int
+
+    /// Starts a committer thread for each of `writers` (each made on its own thread, so it may
+    /// hold a connection or a counter of its own); each takes every record waiting.
+    init(writers: [@Sendable () throws -> RoundWriter]) {
+        committers = writers.count
+        for makeWriter in writers {
+            Thread { [self] in commitLoop(makeWriter) }.start()
+        }
+    }
+
+    /// Returns once `client`'s next record is written and synced.
+    func commit(client: Int) async {
+        await withCheckedContinuation { resume in
+            let wakeCommitter = waiting.withLock { state in
+                state.clients.append((client, resume))
+                guard state.idle > 0 else { return false }
+                state.idle -= 1
+                return true
+            }
+            if wakeCommitter { wake.signal() }
+        }
+    }
+
+    /// Stops the committers once no client waits.
+    func stop() {
+        let idle = waiting.withLock { state in
+            state.stopping = true
+            defer { state.idle = 0 }
+            return state.idle
+        }
+        for _ in 0..<idle { wake.signal() }
+        for _ in 0..<committers { stopped.wait() }
+    }
+
+    private func commitLoop(_ makeWriter: () throws -> RoundWriter) {
+        let write: RoundWriter
+        do { write = try makeWriter() } catch { fatalError("raw request/response: \(error)") }
+        while true {
+            let (round, stopping) = waiting.withLock { state in
+                let round = state.clients
+                state.clients.removeAll(keepingCapacity: true)
+                if round.isEmpty, !state.stopping { state.idle += 1 }
+                return (round, state.stopping)
+            }
+            if round.isEmpty {
+                if stopping { break }
+                wake.wait()
+                continue
+            }
+            do { try write(round.map(\.client)) } catch { fatalError("raw request/response commit failed: \(String(reflecting: error))") }
+            for (_, resume) in round { resume.resume() }
+        }
+        stopped.signal()
+    }
+
+    /// Clients looping on ``commit(client:)`` for `window` seconds: records made durable per second.
+    func recordsPerSecond(clients count: Int, window: Double) -> Double {
+        let deadline = ContinuousClock.now + .milliseconds(Int(window * 1_000))
+        let done = DispatchSemaphore(value: 0)
+        let acknowledged = AcknowledgedCount()
+        let start = ContinuousClock.now
+        Task.detached {
+            await withTaskGroup(of: Int.self) { group in
+                for client in 0..<count {
+                    group.addTask {
+                        var made = 0
+                        while ContinuousClock.now < deadline {
+                            await self.commit(client: client)
+                            made += 1
+                        }
+                        return made
+                    }
+                }
+                for await made in group { acknowledged.add(made) }
+            }
+            done.signal()
+        }
+        done.wait()
+        let elapsed = ContinuousClock.now - start
+        return Double(acknowledged.value) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    }
+}
+
+extension RawGroupCommitter {
+    /// `runs` pairs of runs, the shape's (`count` clients of this committer) then `engine`'s:
+    /// the shape's figure, the engine's, and the engine's against the shape's (the median of the
+    /// runs' ratios), named `raw-request-response-N`, `request-response-grouped-N` and
+    /// `request-response-grouped-N-of-shape` in `scenario`.
+    func pairedWithEngine(
+        _ scenario: String, clients count: Int, window: Double, runs: Int, shapeMetric: String, shapeDetail: String,
+        engineDetail: String, engine: () -> Double
+    ) -> (shape: Measurement, engine: Measurement, paired: Measurement) {
+        var shapeSamples: [Double] = [], engineSamples: [Double] = []
+        for _ in 0..<runs {
+            shapeSamples.append(recordsPerSecond(clients: count, window: window))
+            engineSamples.append(engine())
+        }
+        let shape = Measurement(scenario, "raw-request-response-\(count)", metric: shapeMetric, samples: shapeSamples, detail: shapeDetail)
+        let engine = Measurement(scenario, "request-response-grouped-\(count)", metric: "actions_per_s", samples: engineSamples, detail: engineDetail)
+        let paired = Measurement(
+            scenario, "request-response-grouped-\(count)-of-shape", metric: "actions_per_s", samples: engineSamples,
+            detail: "the same, against raw request/response measured right before each run"
+        ).relative(to: shape, pairing: engineSamples, with: shapeSamples)
+        return (shape, engine, paired)
+    }
+}
+
+/// ``RawGroupCommitter`` on raw LMDB in a store of its own, with one committer (LMDB writes one
+/// transaction at a time), each record appended after the previous one as the engine's journal
+/// appends a commit of many instances.
+final class RawLMDBRequestResponse {
+    let committer: RawGroupCommitter
+    private let directory: String
+
+    init(clients: Int) throws {
+        directory = try temporaryStore("raw-rr-\(clients)")
+        let environment = try Environment.open(path: directory, configuration: .init(durability: .strict))
+        let database: Database<UInt64, [UInt8]> = try environment.database(named: "log")
+        committer = RawGroupCommitter(writers: [{
+            let value = [UInt8](repeating: 0xAB, count: RawLMDBScenario.recordSize)
+            var next: UInt64 = 1
+            return { clients in
+                try environment.write { txn in
+                    for _ in clients {
+                        try txn.append(value, forKey: next, in: database)
+                        next += 1
+                    }
+                }
+            }
+        }])
+    }
+
+    deinit {
+        committer.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+extension PostgresScenario {
+    /// ``RawGroupCommitter`` on raw PostgreSQL: as many connections as the engine has commits in
+    /// flight (``PostgresConfiguration/concurrentCommits``), each `CALL`ing the raw table's
+    /// procedure with every row waiting when it is free.
+    static func rawRequestResponse(clients count: Int, server: PostgresConfiguration, table: RawTable) throws -> RawGroupCommitter {
+        let record = ByteBuffer(bytes: [UInt8](repeating: 0xAB, count: RawLMDBScenario.recordSize))
+        let schema = table.schema
+        return RawGroupCommitter(writers: (0..<server.concurrentCommits).map { writer in {
+            let table = try RawTable(server: server, schema: schema)
+            // Keys above those of the other cases; each committer's sequences apart from the others'.
+            var sequence = Int64(writer + 1) << 40
+            return { clients in
+                sequence += 1
+                let keys = clients.map { Int64(2) << 48 | Int64($0) }
+                _ = try table.connection.query(
+                    "CALL \(unescaped: schema).raw_insert(\(keys), \(Array(repeating: sequence, count: clients.count)), \(Array(repeating: record, count: clients.count)))",
+                    logger: table.logger
+                ).wait()
+            }
+        } })
+    }
+}
