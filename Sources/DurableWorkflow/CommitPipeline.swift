@@ -1,4 +1,5 @@
 import Dispatch
+import Glibc
 import Workflow
 import WorkflowLocks
 import WorkflowStorage
@@ -12,7 +13,14 @@ import WorkflowStorage
 /// wait for its commit (strict, processCrashSafe, stop) commits on its own thread, taking along
 /// whatever else waits, and returns once its own entries are settled; a host that hands a batch
 /// off (group commits) wakes a background committer, which commits round after round until
-/// nothing waits. No round waits for more work to arrive: a lone client is committed at once.
+/// nothing waits. A committer's first round starts at once, so a lone client is committed without
+/// delay. Where a commit is a network round trip (a backend that takes several at once: a
+/// database server), a background committer gathers before each further round: while the clients
+/// of the round it just settled keep coming back, it waits a little for them (see
+/// ``gather(after:)``), so that a round carries most of them instead of the few that came back
+/// first. Without it, clients that come back one after another each make a round of one or two,
+/// and the per-round work of engine and server (the round trip, the procedure call) goes into
+/// almost nothing. An LMDB commit is local and serial: there the next round starts at once.
 ///
 /// As many rounds may be in flight at once as the backend takes commits at once
 /// (`StorageBackend.concurrentCommits`: one for LMDB, whose writes are serial; several for a
@@ -34,18 +42,24 @@ final class CommitPipeline: Sendable {
         var ready: [LogWriter] = []
         /// Writers taken by a round that has not ended.
         var inFlight: Set<ObjectIdentifier> = []
+        /// Hosts' threads blocked until a round of another committer settles their writer (a
+        /// commit that must be durable before it returns): no committer gathers while one waits.
+        var blockedHosts = 0
 
         /// Whether a waiting writer can go in a new round now.
         var hasTakeable: Bool { ready.contains { !inFlight.contains(ObjectIdentifier($0)) } }
 
         /// Whether at least `count` waiting writers are not in flight (it stops counting there).
-        func hasTakeable(atLeast count: Int) -> Bool {
+        func hasTakeable(atLeast count: Int) -> Bool { takeable(upTo: count) >= count }
+
+        /// How many waiting writers are not in flight, counted up to `limit`.
+        func takeable(upTo limit: Int) -> Int {
             var found = 0
             for writer in ready where !inFlight.contains(ObjectIdentifier(writer)) {
                 found += 1
-                if found >= count { return true }
+                if found >= limit { break }
             }
-            return false
+            return found
         }
 
         /// Whether another committer may start: the first at once; a further one (up to the
@@ -95,8 +109,14 @@ final class CommitPipeline: Sendable {
     /// How many writers must wait before a round starts beside one already in flight.
     static let extraRoundMinimum = 16
 
+    /// Whether background committers gather their rounds after the first (``gather(after:)``).
+    let gathers: Bool
+
+    /// A pipeline for a backend that takes `concurrency` commits at once; it gathers rounds when
+    /// that is more than one.
     init(concurrency: Int) {
         state = Lock(State(concurrency: max(1, concurrency)))
+        gathers = concurrency > 1
     }
 
     /// Whether a committer is at work now (a moment later it may not be).
@@ -123,14 +143,18 @@ final class CommitPipeline: Sendable {
         while true {
             let lead = state.withLock { state -> [LogWriter]? in
                 if list { state.ready.append(writer) }
-                guard state.hasRoom, state.hasTakeable else { return nil }
+                guard state.hasRoom, state.hasTakeable else {
+                    state.blockedHosts += 1
+                    return nil
+                }
                 state.startCommitter()
                 return state.takeRound()
             }
             list = false
             guard var round = lead else {
+                if !writer.isSettled { writer.waitForRound() }
+                state.withLock { $0.blockedHosts -= 1 }
                 if writer.isSettled { return }
-                writer.waitForRound()
                 continue
             }
             while true {
@@ -164,17 +188,39 @@ final class CommitPipeline: Sendable {
         }
     }
 
-    /// A background committer: rounds until nothing it can take waits.
+    /// A background committer: rounds until nothing it can take waits, gathering each round after
+    /// the first.
     private func commitInBackground() {
+        var last = 0
         while true {
+            gather(after: last)
             let round = state.withLock { state -> [LogWriter] in
                 let taken = state.takeRound()
                 if taken.isEmpty { state.endCommitter() }
                 return taken
             }
             if round.isEmpty { return }
+            last = round.count
             commitRound(round)
         }
+    }
+
+    /// On a pipeline that gathers, waits before the round after one of `last` writers as
+    /// ``RoundGathering`` says.
+    private func gather(after last: Int) {
+        guard gathers, var gathering = RoundGathering(after: last, at: .now) else { return }
+        let wanted = gathering.wanted
+        while gathering.look(waiting: state.withLock({ $0.blockedHosts > 0 ? nil : $0.takeable(upTo: wanted) }), at: .now) == .wait {
+            Self.pause(RoundGathering.step)
+        }
+    }
+
+    /// Sleeps the calling thread (a background committer's) for `duration`.
+    private static func pause(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+        var remaining = timespec()
+        while nanosleep(&request, &remaining) != 0, errno == EINTR { request = remaining }
     }
 
     /// Takes the waiting batches of `writers` (each now in flight in this round alone), writes
