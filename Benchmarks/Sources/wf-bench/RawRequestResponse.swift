@@ -80,29 +80,10 @@ final class RawGroupCommitter: Sendable {
 
     /// Clients looping on ``commit(client:)`` for `window` seconds: records made durable per second.
     func recordsPerSecond(clients count: Int, window: Double) -> Double {
-        let deadline = ContinuousClock.now + .milliseconds(Int(window * 1_000))
-        let done = DispatchSemaphore(value: 0)
-        let acknowledged = AcknowledgedCount()
-        let start = ContinuousClock.now
-        Task.detached {
-            await withTaskGroup(of: Int.self) { group in
-                for client in 0..<count {
-                    group.addTask {
-                        var made = 0
-                        while ContinuousClock.now < deadline {
-                            await self.commit(client: client)
-                            made += 1
-                        }
-                        return made
-                    }
-                }
-                for await made in group { acknowledged.add(made) }
-            }
-            done.signal()
+        ServiceScenario.clientsLooping(count, window: window) { client in
+            await self.commit(client: client)
+            return true
         }
-        done.wait()
-        let elapsed = ContinuousClock.now - start
-        return Double(acknowledged.value) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }
 }
 

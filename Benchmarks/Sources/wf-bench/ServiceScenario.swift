@@ -126,22 +126,29 @@ enum ServiceScenario {
     /// actions acknowledged per second.
     static func acknowledgedPerSecond(_ hosts: [WorkflowHost<CodableCounter>], window: Double) -> Double {
         let sinks = hosts.map { $0.rendering.sink }
+        return clientsLooping(sinks.count, window: window) { client in await sinks[client].sendAndWait(.init(amount: 1)) }
+    }
+
+    /// `count` client tasks, each looping `request` (given its client's index; it says whether the
+    /// request was acknowledged) until `window` seconds are up; returns acknowledged requests per
+    /// second over all of them.
+    static func clientsLooping(_ count: Int, window: Double, _ request: @escaping @Sendable (Int) async -> Bool) -> Double {
         let deadline = ContinuousClock.now + .milliseconds(Int(window * 1_000))
         let done = DispatchSemaphore(value: 0)
         let acknowledged = AcknowledgedCount()
         let start = ContinuousClock.now
         Task.detached {
             await withTaskGroup(of: Int.self) { group in
-                for sink in sinks {
+                for client in 0..<count {
                     group.addTask {
-                        var count = 0
+                        var made = 0
                         while ContinuousClock.now < deadline {
-                            if await sink.sendAndWait(.init(amount: 1)) { count += 1 }
+                            if await request(client) { made += 1 }
                         }
-                        return count
+                        return made
                     }
                 }
-                for await count in group { acknowledged.add(count) }
+                for await made in group { acknowledged.add(made) }
             }
             done.signal()
         }
