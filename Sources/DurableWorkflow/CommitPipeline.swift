@@ -210,7 +210,9 @@ final class CommitPipeline: Sendable {
     private func gather(after last: Int) {
         guard gathers, var gathering = RoundGathering(after: last, at: .now) else { return }
         let wanted = gathering.wanted
-        while gathering.look(waiting: state.withLock({ $0.blockedHosts > 0 ? nil : $0.takeable(upTo: wanted) }), at: .now) == .wait {
+        /// How many writers wait, or `nil` while a host's thread is blocked for its commit.
+        func waiting() -> Int? { state.withLock { $0.blockedHosts > 0 ? nil : $0.takeable(upTo: wanted) } }
+        while gathering.look(waiting: waiting(), at: .now) == .wait {
             Self.pause(RoundGathering.step)
         }
     }
