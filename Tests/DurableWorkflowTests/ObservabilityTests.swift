@@ -171,8 +171,15 @@ struct ObservabilityTests {
         try untraced.post(tallied, value: 7, terminatesConsumersAfterDelivery: false)
         try untraced.stop()
 
+        // A delivery's span ends after its handler returns (once the delivery is marked): wait for
+        // the spans themselves, not only for the handler's second run.
+        func handedOver() -> Int {
+            consumerTracer.finishedSpans.filter {
+                $0.operationName == "workflow.signal.deliver" && $0.attributes["workflow.signal"]?.toSpanAttribute() == "\(signal)".toSpanAttribute()
+            }.count
+        }
         let deadline = ContinuousClock.now + .seconds(10)
-        while (seen.withLock { $0.count } < 2 || host.rendering.count < 2), ContinuousClock.now < deadline {
+        while (seen.withLock { $0.count } < 2 || handedOver() < 2 || host.rendering.count < 2), ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(1))
         }
         await host.stopAndWait()
