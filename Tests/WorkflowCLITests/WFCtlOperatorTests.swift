@@ -135,11 +135,15 @@ struct WFCtlOperatorTests {
             "--trace-context", "\(InMemoryTracer.traceIDKey)=trace-42", "--trace-context", "\(InMemoryTracer.spanIDKey)=span-42",
         ])
         #expect(posted.code == 0, "\(posted.lines)")
+        // The delivery's span ends after the handler returns, once the delivery is marked: wait for it.
+        func deliverySpans() -> [FinishedInMemorySpan] { tracer.finishedSpans.filter { $0.operationName == "workflow.signal.deliver" } }
         let deadline = ContinuousClock.now + .seconds(10)
-        while delivered.withLock({ $0.isEmpty }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        while delivered.withLock({ $0.isEmpty }) || deliverySpans().isEmpty, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
         // wfctl has no tracer: the version carries the context as it was given.
         #expect(delivered.withLock { $0 } == [TraceContext([InMemoryTracer.traceIDKey: "trace-42", InMemoryTracer.spanIDKey: "span-42"])])
-        let spans = tracer.finishedSpans.filter { $0.operationName == "workflow.signal.deliver" }
+        let spans = deliverySpans()
         #expect(spans.count == 1 && spans.first?.traceID == "trace-42" && spans.first?.parentSpanID == "span-42", "\(spans)")
 
         let malformed = try wfctl(["signal", "post", dir.path, "\(signal)", "2", "--trace-context", "traceparent"])
