@@ -14,13 +14,13 @@ import WorkflowStorage
 /// whatever else waits, and returns once its own entries are settled; a host that hands a batch
 /// off (group commits) wakes a background committer, which commits round after round until
 /// nothing waits. A committer's first round starts at once, so a lone client is committed without
-/// delay. Where a commit is a network round trip (a backend that takes several at once: a
-/// database server), a background committer gathers before each further round: while the clients
-/// of the round it just settled keep coming back, it waits a little for them (see
+/// delay. On a durable backend a background committer gathers before each further round: while the
+/// clients of the round it just settled keep coming back, it waits a little for them (see
 /// ``gather(after:)``), so that a round carries most of them instead of the few that came back
 /// first. Without it, clients that come back one after another each make a round of one or two,
-/// and the per-round work of engine and server (the round trip, the procedure call) goes into
-/// almost nothing. An LMDB commit is local and serial: there the next round starts at once.
+/// and the per-round work (a sync; for a server, the round trip and the procedure call) goes into
+/// almost nothing. Where commits are serial (LMDB) and most clients are back by the time a round
+/// ends, the next round starts at once (``RoundGathering``).
 ///
 /// As many rounds may be in flight at once as the backend takes commits at once
 /// (`StorageBackend.concurrentCommits`: one for LMDB, whose writes are serial; several for a
@@ -111,12 +111,17 @@ final class CommitPipeline: Sendable {
 
     /// Whether background committers gather their rounds after the first (``gather(after:)``).
     let gathers: Bool
+    /// Whether the backend takes one commit at a time (``RoundGathering`` then takes a round at
+    /// once when its committer, not its clients, is what they wait for).
+    let serial: Bool
 
     /// A pipeline for a backend that takes `concurrency` commits at once; it gathers rounds when
-    /// that is more than one.
-    init(concurrency: Int) {
+    /// `gathers` (where a commit has a cost of its own to share: a sync, a round trip; not in
+    /// memory).
+    init(concurrency: Int, gathers: Bool) {
         state = Lock(State(concurrency: max(1, concurrency)))
-        gathers = concurrency > 1
+        self.gathers = gathers
+        serial = concurrency <= 1
     }
 
     /// Whether a committer is at work now (a moment later it may not be).
@@ -208,7 +213,7 @@ final class CommitPipeline: Sendable {
     /// On a pipeline that gathers, waits before the round after one of `last` writers as
     /// ``RoundGathering`` says.
     private func gather(after last: Int) {
-        guard gathers, var gathering = RoundGathering(after: last, at: .now) else { return }
+        guard gathers, var gathering = RoundGathering(after: last, serial: serial, at: .now) else { return }
         let wanted = gathering.wanted
         /// How many writers wait, or `nil` while a host's thread is blocked for its commit.
         func waiting() -> Int? { state.withLock { $0.blockedHosts > 0 ? nil : $0.takeable(upTo: wanted) } }

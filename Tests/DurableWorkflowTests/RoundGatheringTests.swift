@@ -52,3 +52,38 @@ struct RoundGatheringTests {
         #expect(gathering.look(waiting: nil, at: at(30)) == .take)
     }
 }
+
+/// The same policy where commits are serial (LMDB): the committer itself may be what clients wait for.
+struct SerialRoundGatheringTests {
+    let start = ContinuousClock.now
+    func at(_ microseconds: Int) -> ContinuousClock.Instant { start + .microseconds(microseconds) }
+
+    @Test("half of the last round already waiting as it ends is taken at once: the clients came back while it committed")
+    func committerIsTheBottleneck() throws {
+        var gathering = try #require(RoundGathering(after: 500, serial: true, at: start))
+        #expect(gathering.look(waiting: 250, at: at(0)) == .take)
+        var another = try #require(RoundGathering(after: 500, serial: true, at: start))
+        #expect(another.look(waiting: 480, at: at(0)) == .take)
+    }
+
+    @Test("a round ending with few back is gathered as on any backend, to most of the last round")
+    func fewBackIsGathered() throws {
+        var gathering = try #require(RoundGathering(after: 10, serial: true, at: start))
+        #expect(gathering.look(waiting: 3, at: at(0)) == .wait)
+        // Half is no reason to stop once gathering has begun: only most of the round is.
+        #expect(gathering.look(waiting: 6, at: at(30)) == .wait)
+        #expect(gathering.look(waiting: 8, at: at(60)) == .wait)
+        #expect(gathering.look(waiting: 9, at: at(90)) == .take)
+    }
+
+    @Test("where commits overlap (a server), half waiting at the first look is still gathered for")
+    func concurrentBackendsGather() throws {
+        var gathering = try #require(RoundGathering(after: 500, serial: false, at: start))
+        #expect(gathering.look(waiting: 250, at: at(0)) == .wait)
+    }
+
+    @Test("after a round of one nothing is gathered either")
+    func loneClient() {
+        #expect(RoundGathering(after: 1, serial: true, at: start) == nil)
+    }
+}
