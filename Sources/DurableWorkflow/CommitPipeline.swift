@@ -270,9 +270,10 @@ final class CommitPipeline: Sendable {
             store.backend.syncPeriodically(every: syncInterval)
         }
         var indices: [Int] = []
+        var scratch = ChangesScratch()
         for index in round.indices {
             do {
-                guard let changes = try round[index].writer.changes(for: &round[index]) else { continue }
+                guard let changes = try round[index].writer.changes(for: &round[index], reusing: &scratch) else { continue }
                 request.changes.append(changes)
                 indices.append(index)
             } catch {

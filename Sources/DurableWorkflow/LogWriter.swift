@@ -230,15 +230,15 @@ final class LogWriter: Sendable {
     /// encoded into log records, its snapshots and its signal delivery marks. Throws
     /// ``DurableError/Kind/notCodable`` when an action cannot be encoded (the participant then
     /// fails alone). When the instance has observers, `participant.written` gets the entries.
-    func changes(for participant: inout CommitParticipant) throws -> InstanceChanges? {
+    func changes(for participant: inout CommitParticipant, reusing scratch: inout ChangesScratch) throws -> InstanceChanges? {
         let batches = participant.batches
         participant.written.removeAll(keepingCapacity: true)
         guard let first = batches.first(where: { !$0.isEmpty })?.entries.first,
               let last = batches.last(where: { !$0.isEmpty })?.entries.last else { return nil }
         let codec = configuration.codec, observed = !configuration.observers.isEmpty
         var records = LogRecords(firstSequence: first.sequence, capacity: Int(last.sequence - first.sequence + 1))
-        var payload: [UInt8] = []
-        payload.reserveCapacity(256)
+        var payload = scratch.takePayload()
+        defer { scratch.payload = payload }
         var written: [LogEntry] = []
         var snapshots: [(sequence: UInt64, bytes: [UInt8])] = []
         var marks: [DeliveryMarkRecord] = []
@@ -252,8 +252,7 @@ final class LogWriter: Sendable {
                 if pending.target != targetIndex {
                     targetIndex = pending.target
                     target = batch.targets[targetIndex]
-                    targetBytes = LogEntry.targetBytes(
-                        nodePath: target!.nodePath, actionTag: target!.actionTag, actionVersion: target!.actionVersion)
+                    targetBytes = scratch.targetBytes(for: target!)
                 }
                 // Payloads go one after another, and the buffer is emptied once it holds 64 KiB.
                 if payload.count >= 1 << 16 { payload.removeAll(keepingCapacity: true) }
@@ -311,5 +310,34 @@ final class LogWriter: Sendable {
         DurableError(.instanceInUse, store: store.path, instance: instanceID, sequence: sequence,
                      detail: "another host (process \(other.pid)) has taken over the instance; this host's uncommitted actions were not written",
                      recovery: "Run each instance in one host at a time")
+    }
+}
+
+/// What the committer of a round reuses from one participant's changes to the next: the buffer
+/// payloads are encoded into, and the bytes naming the last target (the instances of a round
+/// mostly log the same action types at the same nodes).
+struct ChangesScratch {
+    fileprivate var payload: [UInt8] = []
+    private var lastTarget: (nodePath: NodePath, actionTag: String, actionVersion: Int)?
+    private var lastTargetBytes: [UInt8] = []
+
+    /// The payload buffer, emptied (its storage kept).
+    fileprivate mutating func takePayload() -> [UInt8] {
+        var buffer = payload
+        payload = []
+        buffer.removeAll(keepingCapacity: true)
+        if buffer.capacity == 0 { buffer.reserveCapacity(256) }
+        return buffer
+    }
+
+    /// The bytes naming `target` in a log record.
+    fileprivate mutating func targetBytes(for target: EntryTarget) -> [UInt8] {
+        if let last = lastTarget, last.actionVersion == target.actionVersion, last.actionTag == target.actionTag,
+           last.nodePath == target.nodePath {
+            return lastTargetBytes
+        }
+        lastTarget = (target.nodePath, target.actionTag, target.actionVersion)
+        lastTargetBytes = LogEntry.targetBytes(nodePath: target.nodePath, actionTag: target.actionTag, actionVersion: target.actionVersion)
+        return lastTargetBytes
     }
 }

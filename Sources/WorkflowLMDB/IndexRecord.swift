@@ -21,7 +21,10 @@ enum IndexRecord {
     /// The mutable part; `journaledFrom` is the first sequence of the instance in the journal,
     /// 0 when it has none there.
     static func encodedState(_ instance: StoredInstance, journaledFrom: UInt64) -> [UInt8] {
-        var bytes: [UInt8] = [2, UInt8(InstanceStatus.allCases.firstIndex(of: instance.status)!)]
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(stateSize)
+        bytes.append(2)
+        bytes.append(statusCode(instance.status))
         append(instance.updated, to: &bytes)
         append(instance.lastSequence, to: &bytes)
         append(instance.lastSnapshot, to: &bytes)
@@ -30,6 +33,33 @@ enum IndexRecord {
         append(instance.claim.token, to: &bytes)
         append(journaledFrom, to: &bytes)
         return bytes
+    }
+
+    /// The size of the mutable part (format 2): version and status (a byte each); updated, last
+    /// sequence and last snapshot (8 bytes each); the claim's pid (4), process start and token (8
+    /// each); the first journaled sequence (8).
+    static let stateSize = 2 + 3 * 8 + 4 + 2 * 8 + 8
+
+    /// A status as the mutable part stores it (fixed here: the format does not follow the order
+    /// of `InstanceStatus`'s cases).
+    static func statusCode(_ status: InstanceStatus) -> UInt8 {
+        switch status {
+        case .running: 0
+        case .completed: 1
+        case .failed: 2
+        case .cancelled: 3
+        }
+    }
+
+    /// The status a stored byte stands for; `nil` for an unknown one.
+    static func status(code: UInt8) -> InstanceStatus? {
+        switch code {
+        case 0: .running
+        case 1: .completed
+        case 2: .failed
+        case 3: .cancelled
+        default: nil
+        }
     }
 
     /// The static part of instance `id`; the mutable fields are zero until ``withState(_:_:)``
@@ -47,14 +77,15 @@ enum IndexRecord {
     /// sequence of the instance in the journal; `nil` when the bytes are corrupt.
     static func withState(_ instance: StoredInstance, _ bytes: UnsafeRawBufferPointer) -> (instance: StoredInstance, journaledFrom: UInt64)? {
         var fields = Fields(bytes: bytes)
-        guard let version = fields.next(UInt8.self), version == 1 || version == 2, let statusIndex = fields.next(UInt8.self), Int(statusIndex) < InstanceStatus.allCases.count,
+        guard let version = fields.next(UInt8.self), version == 1 || version == 2, let statusCode = fields.next(UInt8.self),
+              let status = status(code: statusCode),
               let updated = fields.next(Int64.self), let lastSequence = fields.next(UInt64.self), let lastSnapshot = fields.next(UInt64.self),
               let pid = fields.next(Int32.self), let processStart = fields.next(UInt64.self), let token = fields.next(UInt64.self),
               let journaledFrom = version == 2 ? fields.next(UInt64.self) : 0 else {
             return nil
         }
         var copy = instance
-        copy.status = InstanceStatus.allCases[Int(statusIndex)]
+        copy.status = status
         copy.updated = updated
         copy.lastSequence = lastSequence
         copy.lastSnapshot = lastSnapshot

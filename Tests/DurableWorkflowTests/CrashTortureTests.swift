@@ -79,6 +79,16 @@ struct CrashTortureTests {
                 #expect(fields[2] == fields[1] * (fields[1] + 1) / 2, "round \(round): t\(index) count \(fields[2]) is not 1+...+\(fields[1])")
             }
             #expect(child.readLine() == "ready")
+            // The kill lands at a random moment once every instance is under way (a slow machine,
+            // or a sanitizer's, may take longer than the shortest window to commit each one's first).
+            let started = acknowledged
+            var under = [Bool](repeating: false, count: instances)
+            let startDeadline = ContinuousClock.now + .seconds(30)
+            while under.contains(false), ContinuousClock.now < startDeadline, let line = child.readLine(timeout: .seconds(5)) {
+                note(line)
+                for index in 0..<instances where acknowledged[index] > started[index] { under[index] = true }
+            }
+            #expect(!under.contains(false), "round \(round): not every instance acknowledged an action within 30 s: \(acknowledged)")
             let deadline = ContinuousClock.now + .milliseconds(Int.random(in: 20...200))
             while ContinuousClock.now < deadline, let line = child.readLine(timeout: .seconds(5)) { note(line) }
             child.kill()

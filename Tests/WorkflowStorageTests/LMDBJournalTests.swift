@@ -119,4 +119,25 @@ struct LMDBJournalTests {
         ]))
         #expect(try storage.texts(key).count == 4)
     }
+
+    @Test("an instance's status is stored as a fixed byte (running 0, completed 1, failed 2, cancelled 3) in a state record of 54 bytes, and each reads back after a reopen")
+    func statusBytes() throws {
+        let dir = TemporaryDirectory("journal-status")
+        let statuses: [(InstanceStatus, UInt8)] = [(.running, 0), (.completed, 1), (.failed, 2), (.cancelled, 3)]
+        var keys: [UInt64] = []
+        do {
+            let storage = try LMDBStorage.open(path: dir.path)
+            for (index, (status, _)) in statuses.enumerated() {
+                keys.append(try #require(try storage.create(Records.new("s\(index)"))).key)
+                _ = try storage.setStatus(id: "s\(index)", to: status, at: 2_000)
+            }
+        }
+        let storage = try LMDBStorage.open(path: dir.path)
+        for (index, (status, code)) in statuses.enumerated() {
+            #expect(try storage.instance(id: "s\(index)")?.status == status)
+            let record = try #require(try storage.environment.read { txn in try txn.get(keys[index], in: storage.layout.state) })
+            #expect(record.count == 54)
+            #expect(Array(record.prefix(2)) == [2, code])
+        }
+    }
 }

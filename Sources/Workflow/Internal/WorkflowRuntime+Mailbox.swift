@@ -50,7 +50,7 @@ extension WorkflowRuntime {
             inbox.queue.append(item)
             return !inbox.draining
         }
-        if idle { DispatchQueue.global().async { self.drainIfIdle() } }
+        if idle { backgroundDrains.async { self.drainIfIdle() } }
     }
 
     /// Drains what waits in the inbox unless another thread is already draining (or has).
@@ -124,6 +124,11 @@ extension WorkflowRuntime {
 }
 
 // Outside the generic runtime so that the unspecialised runtime needs no metadata lookup for them.
+
+/// Where an idle host's background items are drained: the global queue, looked up once
+/// (`DispatchQueue.global()` makes a new wrapper object on every call, and a committer notifies
+/// every instance of its round).
+let backgroundDrains = DispatchQueue.global()
 
 /// The runtime's queue and whether a thread is draining it.
 struct Inbox {
