@@ -243,7 +243,9 @@ final class CommitPipeline: Sendable {
             } else {
                 store.metrics.commitFailures.increment()
             }
-            for participant in round { participant.writer.settle(participant, duration: duration) }
+            // Each participant is moved out in turn (a copy would retain everything it holds).
+            round.reverse()
+            while let participant = round.popLast() { participant.writer.settle(participant, duration: duration) }
         }
         state.withLock { state in
             for writer in writers { state.inFlight.remove(ObjectIdentifier(writer)) }
@@ -289,10 +291,8 @@ final class CommitPipeline: Sendable {
                 case .committed(let record):
                     round[index].record = record
                     written.instances += 1
-                    for batch in round[index].batches {
-                        written.entries += batch.entries.count
-                        written.actions += batch.actionCount
-                    }
+                    written.entries += round[index].entryCount
+                    written.actions += round[index].actionCount
                 case .refused(let current):
                     round[index].failure = round[index].writer.refusal(current: current, at: round[index].lastSequence ?? 0)
                 case .alreadyDelivered(let consumer, let version):
@@ -312,6 +312,10 @@ final class CommitPipeline: Sendable {
 
 /// One instance's part in a round of the ``CommitPipeline``: the batches taken from its writer,
 /// and what writing them produced.
+///
+/// What the committer asks of the batches as a whole is summed up once, when they are taken: a
+/// batch holds several arrays and objects, and every copy of one (a `for batch in` loop makes
+/// one per batch) retains and releases each of them on the committer's thread.
 struct CommitParticipant {
     let writer: LogWriter
     let batches: [CommitBatch]
@@ -322,7 +326,36 @@ struct CommitParticipant {
     var written: [LogEntry] = []
     /// Why the participant's batches were not written.
     var failure: (any Error)?
+    /// The sequences of the first and the last entry in the batches (`nil` when they hold none).
+    let firstSequence: UInt64?
+    let lastSequence: UInt64?
+    /// How many entries the batches hold, and how many of them log an action.
+    let entryCount: Int
+    let actionCount: Int
+    /// A batch's last entry finished the instance.
+    let finishes: Bool
+    /// Some batch has attachments or spans, which settling tells of the outcome.
+    let hasAttachmentsOrSpans: Bool
 
-    /// The sequence of the last entry in the batches.
-    var lastSequence: UInt64? { batches.last(where: { !$0.isEmpty })?.entries.last?.sequence }
+    init(writer: LogWriter, batches: [CommitBatch], listener: (any JournalListener)?, record: StoredInstance) {
+        self.writer = writer
+        self.batches = batches
+        self.listener = listener
+        self.record = record
+        var first: UInt64?, last: UInt64?, entries = 0, actions = 0, finishes = false, extras = false
+        for index in batches.indices {
+            if let sequence = batches[index].entries.first?.sequence, first == nil { first = sequence }
+            if let sequence = batches[index].entries.last?.sequence { last = sequence }
+            entries += batches[index].entries.count
+            actions += batches[index].actionCount
+            finishes = finishes || batches[index].finishes
+            extras = extras || !batches[index].attachments.isEmpty || !batches[index].spans.isEmpty
+        }
+        firstSequence = first
+        lastSequence = last
+        entryCount = entries
+        actionCount = actions
+        self.finishes = finishes
+        hasAttachmentsOrSpans = extras
+    }
 }

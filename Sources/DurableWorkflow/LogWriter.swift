@@ -172,10 +172,12 @@ final class LogWriter: Sendable {
                 for entry in participant.written { observer.didAppend(entry, instance: instanceID) }
                 observer.didCommit(instance: instanceID, batchSize: participant.written.count, lastSequence: last, duration: duration)
             }
-            for batch in participant.batches {
-                for attachment in batch.attachments { attachment.didCommit() }
+            if participant.hasAttachmentsOrSpans {
+                for index in participant.batches.indices {
+                    for attachment in participant.batches[index].attachments { attachment.didCommit() }
+                }
             }
-            if participant.batches.contains(where: \.finishes) {
+            if participant.finishes {
                 configuration.logger.debug("an instance finished", metadata: ["instance": "\(instanceID)", "sequence": "\(last)"])
             }
         }
@@ -195,9 +197,11 @@ final class LogWriter: Sendable {
                 "instance": "\(instanceID)", "error": "\(failure)",
             ])
         }
-        for batch in participant.batches {
-            if abandoned.own { batch.abandonAttachments() }
-            batch.endSpans(failure: participant.failure)
+        if participant.hasAttachmentsOrSpans {
+            for index in participant.batches.indices {
+                if abandoned.own { participant.batches[index].abandonAttachments() }
+                participant.batches[index].endSpans(failure: participant.failure)
+            }
         }
         for batch in abandoned.waiting { batch.abandon() }
         if wakeHost { room.signal() }
@@ -233,37 +237,38 @@ final class LogWriter: Sendable {
     func changes(for participant: inout CommitParticipant, reusing scratch: inout ChangesScratch) throws -> InstanceChanges? {
         let batches = participant.batches
         participant.written.removeAll(keepingCapacity: true)
-        guard let first = batches.first(where: { !$0.isEmpty })?.entries.first,
-              let last = batches.last(where: { !$0.isEmpty })?.entries.last else { return nil }
+        guard let first = participant.firstSequence, let last = participant.lastSequence else { return nil }
         let codec = configuration.codec, observed = !configuration.observers.isEmpty
-        var records = LogRecords(firstSequence: first.sequence, capacity: Int(last.sequence - first.sequence + 1))
+        var records = LogRecords(firstSequence: first, capacity: Int(last - first + 1))
+        var updated: Int64 = 0
         var payload = scratch.takePayload()
         defer { scratch.payload = payload }
         var written: [LogEntry] = []
         var snapshots: [(sequence: UInt64, bytes: [UInt8])] = []
         var marks: [DeliveryMarkRecord] = []
-        for batch in batches {
-            // Targets change rarely within a batch: each is copied out, and the bytes naming it
-            // made, once.
+        for index in batches.indices {
+            // Targets change rarely within a batch: the bytes naming each are made once.
             var targetIndex = -1
-            var target: EntryTarget?
+            var encoding: (any ValueEncoding.Type)?
             var targetBytes: [UInt8] = []
-            for pending in batch.entries {
+            for pending in batches[index].entries {
                 if pending.target != targetIndex {
                     targetIndex = pending.target
-                    target = batch.targets[targetIndex]
-                    targetBytes = scratch.targetBytes(for: target!)
+                    encoding = batches[index].targets[targetIndex].encoding
+                    targetBytes = scratch.targetBytes(for: batches[index].targets[targetIndex])
                 }
                 // Payloads go one after another, and the buffer is emptied once it holds 64 KiB.
                 if payload.count >= 1 << 16 { payload.removeAll(keepingCapacity: true) }
                 let start = payload.count
                 do {
-                    try batch.appendPayload(of: pending, encoding: target!.encoding, codec: codec, to: &payload)
+                    try batches[index].appendPayload(of: pending, encoding: encoding, codec: codec, to: &payload)
                 } catch {
+                    let target = batches[index].targets[targetIndex]
                     throw DurableError(.notCodable, store: store.path, instance: instanceID, sequence: pending.sequence,
-                                       actionTag: target!.actionTag, nodePath: target!.nodePath.description,
+                                       actionTag: target.actionTag, nodePath: target.nodePath.description,
                                        detail: "the action could not be encoded: \(error)")
                 }
+                updated = pending.time.nanosecondsSinceEpoch
                 let size = LogEntry.recordSize(targetCount: targetBytes.count, payloadCount: payload.count - start, hasDigest: pending.digest != nil)
                 targetBytes.withUnsafeBytes { targetBytes in
                     payload.withUnsafeBytes { payload in
@@ -275,16 +280,16 @@ final class LogWriter: Sendable {
                         }
                     }
                 }
-                if observed { written.append(pending.entry(target: target!, payload: Array(payload[start...]))) }
+                if observed { written.append(pending.entry(target: batches[index].targets[targetIndex], payload: Array(payload[start...]))) }
             }
-            for snapshot in batch.snapshots { snapshots.append((snapshot.sequence, snapshot.encoded())) }
-            for attachment in batch.attachments { marks.append(attachment.deliveryMark) }
+            for snapshot in batches[index].snapshots { snapshots.append((snapshot.sequence, snapshot.encoded())) }
+            for attachment in batches[index].attachments { marks.append(attachment.deliveryMark) }
         }
         var changes = InstanceChanges(
-            id: instanceID, key: participant.record.key, claim: owner, entries: records, updated: last.time.nanosecondsSinceEpoch)
+            id: instanceID, key: participant.record.key, claim: owner, entries: records, updated: updated)
         changes.snapshots = snapshots
         changes.deliveryMarks = marks
-        if batches.contains(where: \.finishes) { changes.status = .completed }
+        if participant.finishes { changes.status = .completed }
         participant.written = written
         return changes
     }
