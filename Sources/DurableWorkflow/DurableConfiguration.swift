@@ -13,7 +13,8 @@ public struct DurableConfiguration: Sendable {
         /// Entries share commits (synced like `strict`): a commit happens when `maxBatch` entries
         /// are pending, when someone waits (`sendAndWait`, `flush()`, stop), or `maxDelay` after
         /// the first uncommitted entry. `send` returns after apply and render; renderings, outputs
-        /// and worker starts are released after the commit.
+        /// and worker starts are released after the commit. While many instances commit, the
+        /// store's committer may hold a round up to 500 µs to gather them (see <doc:Performance>).
         case grouped(maxBatch: Int, maxDelay: Duration)
         /// Every entry is committed without an fsync (survives a crash of the process, not of the
         /// machine); the store syncs in the background every `syncInterval`.
