@@ -233,7 +233,8 @@ final class CommitPipeline: Sendable {
     /// Takes the waiting batches of `writers` (each now in flight in this round alone), writes
     /// them in one transaction and settles them; then they may go in another round.
     private func commitRound(_ writers: [LogWriter]) {
-        var round = writers.compactMap { $0.takeForCommit() }
+        // Last writer first: settling pops the participants off the end, in the order taken.
+        var round = writers.reversed().compactMap { $0.takeForCommit() }
         if let store = round.first?.writer.store {
             let started = ContinuousClock.now
             let written = Self.write(&round, store: store)
@@ -243,9 +244,15 @@ final class CommitPipeline: Sendable {
             } else {
                 store.metrics.commitFailures.increment()
             }
-            // Each participant is moved out in turn (a copy would retain everything it holds).
-            round.reverse()
-            while let participant = round.popLast() { participant.writer.settle(participant, duration: duration) }
+            // Each participant is moved out in turn (a copy would retain everything it holds),
+            // and what it holds is freed once every participant is settled: their hosts go on
+            // meanwhile.
+            var settled: [CommitParticipant] = []
+            settled.reserveCapacity(round.count)
+            while let participant = round.popLast() {
+                participant.writer.settle(participant, duration: duration)
+                settled.append(participant)
+            }
         }
         state.withLock { state in
             for writer in writers { state.inFlight.remove(ObjectIdentifier(writer)) }

@@ -156,6 +156,9 @@ extension BinaryEncoding {
         /// value of the same type in the same frame (see ``container(keyedBy:)``). Each holds
         /// this encoder, so ``forgetContainers()`` must run before the encoder is dropped.
         @exclusivity(unchecked) private var keyedContainers: [KeptContainer] = []
+        /// The type of the last value found to encode in a defined order (not a collection that
+        /// may encode in hash order).
+        private var lastInOrderType: ObjectIdentifier?
         /// Whether keyed containers are kept at all (the pool's choice, true only where
         /// ``containerIsItsBox``).
         let reusesKeyedContainers: Bool
@@ -210,8 +213,14 @@ extension BinaryEncoding {
 
         func encodeValue<T: Encodable>(_ value: T) throws {
             if BinaryEncoding.writePrimitive(value, to: &bytes) { return }
-            // Elements in hash order: the tree puts them in canonical order.
-            if let unordered = T.self as? any UnorderedCollection.Type, unordered.mayEncodeInHashOrder { throw abandon() }
+            // Elements in hash order: the tree puts them in canonical order. Asked once for a run
+            // of values of one type (a conformance lookup per value would cost more than most
+            // small values' encoding).
+            let type = ObjectIdentifier(T.self)
+            if type != lastInOrderType {
+                if let unordered = T.self as? any UnorderedCollection.Type, unordered.mayEncodeInHashOrder { throw abandon() }
+                lastInOrderType = type
+            }
             let id = nextFrameID
             nextFrameID += 1
             frames.append(Frame(kind: .pending, id: id, start: bytes.count, isValue: true, firstEntry: entries.count))

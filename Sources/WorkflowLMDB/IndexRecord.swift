@@ -21,18 +21,30 @@ enum IndexRecord {
     /// The mutable part; `journaledFrom` is the first sequence of the instance in the journal,
     /// 0 when it has none there.
     static func encodedState(_ instance: StoredInstance, journaledFrom: UInt64) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(stateSize)
-        bytes.append(2)
-        bytes.append(statusCode(instance.status))
-        append(instance.updated, to: &bytes)
-        append(instance.lastSequence, to: &bytes)
-        append(instance.lastSnapshot, to: &bytes)
-        append(instance.claim.pid, to: &bytes)
-        append(instance.claim.processStart, to: &bytes)
-        append(instance.claim.token, to: &bytes)
-        append(journaledFrom, to: &bytes)
-        return bytes
+        [UInt8](unsafeUninitializedCapacity: stateSize) { buffer, count in
+            writeState(instance, journaledFrom: journaledFrom, into: UnsafeMutableRawBufferPointer(buffer))
+            count = stateSize
+        }
+    }
+
+    /// Writes the mutable part into `space` (``stateSize`` bytes), as ``encodedState(_:journaledFrom:)``
+    /// encodes it: for a value reserved in place in the map.
+    static func writeState(_ instance: StoredInstance, journaledFrom: UInt64, into space: UnsafeMutableRawBufferPointer) {
+        precondition(space.count == stateSize, "a state record is \(stateSize) bytes")
+        space[0] = 2
+        space[1] = statusCode(instance.status)
+        var offset = 2
+        func store(_ value: some FixedWidthInteger) {
+            space.storeBytes(of: value.littleEndian, toByteOffset: offset, as: type(of: value))
+            offset += MemoryLayout.size(ofValue: value)
+        }
+        store(instance.updated)
+        store(instance.lastSequence)
+        store(instance.lastSnapshot)
+        store(instance.claim.pid)
+        store(instance.claim.processStart)
+        store(instance.claim.token)
+        store(journaledFrom)
     }
 
     /// The size of the mutable part (format 2): version and status (a byte each); updated, last

@@ -21,9 +21,17 @@ extension LMDBStorage {
                 var outcomes: [CommitOutcome] = []
                 outcomes.reserveCapacity(request.changes.count)
                 var journal = JournalAppender(layout: layout)
-                for changes in request.changes {
-                    let journaled = manyInstances && changes.entries.count <= Self.journalEntriesPerInstance
-                    outcomes.append(try write(changes, journaled: journaled, journal: &journal, signals: signals, in: txn))
+                // One cursor on `state` and one on the journal serve every instance of the commit:
+                // an instance's record is rewritten through the cursor that found it (LMDB then
+                // finds the key on the cursor's page instead of searching from the root).
+                try txn.withCursor(on: layout.state) { state in
+                    try txn.withCursor(on: layout.journal) { journalCursor in
+                        for changes in request.changes {
+                            let journaled = manyInstances && changes.entries.count <= Self.journalEntriesPerInstance
+                            outcomes.append(try write(
+                                changes, journaled: journaled, journal: &journal, journalCursor, state: state, signals: signals, in: txn))
+                        }
+                    }
                 }
                 if journal.appended > 0, try txn.count(of: layout.journal) >= checkpointEntries { try checkpoint(txn) }
                 return outcomes
@@ -33,15 +41,18 @@ extension LMDBStorage {
 
     /// Writes one instance's changes; a refusal is found before anything of them is written.
     /// (A transaction that grows the map runs again from the start, so this starts afresh.)
+    /// The instance's record is read and rewritten through `state`, which nothing else moves
+    /// meanwhile; the journal is appended to through `journalCursor`.
     private func write(
         _ changes: InstanceChanges, journaled: Bool, journal: inout JournalAppender,
+        _ journalCursor: borrowing Cursor<UInt64, [UInt8], ReadWrite>, state: borrowing Cursor<UInt64, [UInt8], ReadWrite>,
         signals: SignalLayout?, in txn: borrowing WriteTransaction
     ) throws -> CommitOutcome {
         let key = changes.key
         // Keys are never reused and an instance's static part never changes: a cached one is
         // the stored one as long as the instance has a state record (deleting removes it).
         guard let base = try staticPart(id: changes.id, key: key, txn),
-              let found = try txn.value(forKey: key, in: layout.state, { IndexRecord.withState(base, $0) }) else {
+              let current = try state.seek(exactly: key), let found = IndexRecord.withState(base, current.value) else {
             return .refused(current: nil)
         }
         var stored = found.instance, journaledFrom = found.journaledFrom
@@ -63,7 +74,7 @@ extension LMDBStorage {
             // `log` always come before those in the journal.
             if journaled || journaledFrom > 0 {
                 if journaledFrom == 0 { journaledFrom = entries.firstSequence }
-                try journal.append(entries, of: key, txn)
+                try journal.append(entries, of: key, through: journalCursor)
             } else {
                 try appendToLog(entries, of: key, txn)
             }
@@ -73,7 +84,7 @@ extension LMDBStorage {
             stored.lastSnapshot = max(stored.lastSnapshot, snapshot.sequence)
             try txn.put(snapshot.bytes, forKey: LogKey(instance: key, sequence: snapshot.sequence), in: layout.snapshots)
         }
-        try txn.put(IndexRecord.encodedState(stored, journaledFrom: journaledFrom), forKey: key, in: layout.state)
+        try state.reserve(IndexRecord.stateSize, forKey: key) { IndexRecord.writeState(stored, journaledFrom: journaledFrom, into: $0) }
         if let signals {
             for mark in changes.deliveryMarks { try LMDBSignalStorage.apply(mark, layout: signals, txn) }
         }

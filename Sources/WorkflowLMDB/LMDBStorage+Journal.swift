@@ -22,23 +22,21 @@ extension LMDBStorage {
             self.layout = layout
         }
 
-        mutating func append(_ entries: LogRecords, of instance: UInt64, _ txn: borrowing WriteTransaction) throws {
-            let start = try next ?? txn.withCursor(on: layout.journal) { cursor in
-                try cursor.last().map { try $0.key(as: UInt64.self) + 1 } ?? 1
-            }
+        /// Appends `entries` of `instance` through `cursor`, a cursor on the journal that
+        /// only this appender moves within the transaction.
+        mutating func append(_ entries: LogRecords, of instance: UInt64, through cursor: borrowing Cursor<UInt64, [UInt8], ReadWrite>) throws {
+            let start = try next ?? cursor.last().map { try $0.key(as: UInt64.self) + 1 } ?? 1
             var position = start
-            try txn.withCursor(on: layout.journal) { cursor in
-                try entries.forEach { sequence, bytes in
-                    var key = position.bigEndian
-                    let space = try withUnsafeBytes(of: &key) { key throws(LMDBError) in
-                        try cursor.reserve(16 + bytes.count, forKeyBytes: key, append: true)
-                    }
-                    guard let space else { preconditionFailure("journal position \(position) is not after the journal's last") }
-                    space.storeBytes(of: instance.bigEndian, toByteOffset: 0, as: UInt64.self)
-                    space.storeBytes(of: sequence.bigEndian, toByteOffset: 8, as: UInt64.self)
-                    UnsafeMutableRawBufferPointer(rebasing: space[16...]).copyMemory(from: bytes)
-                    position += 1
+            try entries.forEach { sequence, bytes in
+                var key = position.bigEndian
+                let space = try withUnsafeBytes(of: &key) { key throws(LMDBError) in
+                    try cursor.reserve(16 + bytes.count, forKeyBytes: key, append: true)
                 }
+                guard let space else { preconditionFailure("journal position \(position) is not after the journal's last") }
+                space.storeBytes(of: instance.bigEndian, toByteOffset: 0, as: UInt64.self)
+                space.storeBytes(of: sequence.bigEndian, toByteOffset: 8, as: UInt64.self)
+                UnsafeMutableRawBufferPointer(rebasing: space[16...]).copyMemory(from: bytes)
+                position += 1
             }
             appended += Int(position - start)
             next = position
@@ -86,20 +84,36 @@ extension LMDBStorage {
     }
 
     /// Moves every journal entry into `log` and empties the journal; the instances it held have
-    /// no journal entries left.
+    /// no journal entries left. The entries go in key order (each instance's in sequence), so
+    /// that most land on the page of `log` the cursor already stands on instead of being looked
+    /// up from the root; those after the last key of `log` are appended.
     func checkpoint(_ txn: borrowing WriteTransaction) throws {
-        var instances = Set<UInt64>()
+        // Copied out before `log` is written: the journal's values are read where they lie.
+        var moves: [(key: LogKey, start: Int, end: Int)] = []
+        var records: [UInt8] = []
+        try txn.forEach(in: layout.journal) { _, value in
+            let entry = try Self.journaled(value)
+            let start = records.count
+            records.append(contentsOf: entry.record)
+            moves.append((LogKey(instance: entry.instance, sequence: entry.sequence), start, records.count))
+            return true
+        }
+        moves.sort { ($0.key.instance, $0.key.sequence) < ($1.key.instance, $1.key.sequence) }
+        var instances: [UInt64] = []
         try txn.withCursor(on: layout.log) { log in
-            try txn.forEach(in: layout.journal) { _, value in
-                let entry = try Self.journaled(value)
-                instances.insert(entry.instance)
-                var key = LogKey.bytes(instance: entry.instance, sequence: entry.sequence)
-                let space = try withUnsafeBytes(of: &key) { key throws(LMDBError) in
-                    if let space = try log.reserve(entry.record.count, forKeyBytes: key, append: true) { return space }
-                    return try log.reserve(entry.record.count, forKeyBytes: key, append: false)!
+            let last = try log.last().map { try LogKey(lmdbBytes: $0.key) }
+            try records.withUnsafeBytes { records in
+                for move in moves {
+                    if instances.last != move.key.instance { instances.append(move.key.instance) }
+                    let record = UnsafeRawBufferPointer(rebasing: records[move.start..<move.end])
+                    let append = last.map { (move.key.instance, move.key.sequence) > ($0.instance, $0.sequence) } ?? true
+                    var key = LogKey.bytes(instance: move.key.instance, sequence: move.key.sequence)
+                    let space = try withUnsafeBytes(of: &key) { key throws(LMDBError) in
+                        try log.reserve(record.count, forKeyBytes: key, append: append)
+                    }
+                    guard let space else { preconditionFailure("log key \(move.key) is not after the log's last") }
+                    space.copyMemory(from: record)
                 }
-                space.copyMemory(from: entry.record)
-                return true
             }
         }
         try txn.removeAll(in: layout.journal)
