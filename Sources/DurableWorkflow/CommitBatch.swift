@@ -50,7 +50,7 @@ struct CommitBatch: Sendable {
     private(set) var entries: [PendingEntry] = []
     private(set) var targets: [EntryTarget] = []
     /// The applied actions, unboxed, read in place by the writer.
-    private let actions: ActionArena
+    private var actions: ActionArena
     /// The already encoded payloads (root props).
     private var payloads: [[UInt8]] = []
     var snapshots: [Snapshot] = []
@@ -72,6 +72,30 @@ struct CommitBatch: Sendable {
         entries.reserveCapacity(capacity)
         actions = ActionArena(expected: capacity)
     }
+
+    /// Empties the batch for its instance's next one, keeping what it allocated (the entries'
+    /// and targets' storage, its arena's first chunk); returns `false`, changing nothing, when
+    /// its arena is held by another copy of the batch too, or when it held more than
+    /// ``reusedEntries`` entries (a host that keeps a large batch's storage between bursts would
+    /// hold it for nothing). Run by the committer once the batch is settled (see
+    /// ``LogWriter/recycle(_:)``).
+    mutating func emptyForReuse() -> Bool {
+        guard entries.capacity <= Self.reusedEntries, isKnownUniquelyReferenced(&actions) else { return false }
+        actions.reset()
+        entries.removeAll(keepingCapacity: true)
+        targets.removeAll(keepingCapacity: true)
+        payloads.removeAll(keepingCapacity: true)
+        snapshots.removeAll(keepingCapacity: true)
+        attachments.removeAll(keepingCapacity: true)
+        spans.removeAll(keepingCapacity: true)
+        finishes = false
+        lastSegments = nil
+        lastEncoding = nil
+        return true
+    }
+
+    /// The most entries a batch kept for reuse has room for.
+    static let reusedEntries = 64
 
     /// Appends an applied action's entry.
     mutating func append<A: WorkflowAction>(

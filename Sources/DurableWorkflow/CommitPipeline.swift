@@ -245,13 +245,17 @@ final class CommitPipeline: Sendable {
                 store.metrics.commitFailures.increment()
             }
             // Each participant is moved out in turn (a copy would retain everything it holds),
-            // and what it holds is freed once every participant is settled: their hosts go on
-            // meanwhile.
+            // and what it holds is recycled or freed once every participant is settled: their
+            // hosts go on meanwhile.
             var settled: [CommitParticipant] = []
             settled.reserveCapacity(round.count)
             while let participant = round.popLast() {
                 participant.writer.settle(participant, duration: duration)
                 settled.append(participant)
+            }
+            for index in settled.indices {
+                let writer = settled[index].writer
+                writer.recycle(&settled[index])
             }
         }
         state.withLock { state in
@@ -325,7 +329,7 @@ final class CommitPipeline: Sendable {
 /// one per batch) retains and releases each of them on the committer's thread.
 struct CommitParticipant {
     let writer: LogWriter
-    let batches: [CommitBatch]
+    private(set) var batches: [CommitBatch]
     let listener: (any JournalListener)?
     /// The index record as committed before this round; after writing, as this round leaves it.
     var record: StoredInstance
@@ -343,6 +347,12 @@ struct CommitParticipant {
     let finishes: Bool
     /// Some batch has attachments or spans, which settling tells of the outcome.
     let hasAttachmentsOrSpans: Bool
+
+    /// The batches, which the participant no longer holds (once it is settled).
+    mutating func takeBatches() -> [CommitBatch] {
+        defer { batches = [] }
+        return batches
+    }
 
     init(writer: LogWriter, batches: [CommitBatch], listener: (any JournalListener)?, record: StoredInstance) {
         self.writer = writer

@@ -189,11 +189,12 @@ final class InstanceJournal: RuntimeJournal {
         try writer.commitNow(takePending())
     }
 
-    /// The pending batch, for the writer (which commits or abandons it); the next one gets room
-    /// for as many entries (a steady stream fills batches alike), and the timer forgets it.
+    /// The pending batch, for the writer (which commits or abandons it); the next one is a
+    /// settled batch the writer kept, emptied, or else a new one with room for as many entries (a
+    /// steady stream fills batches alike), and the timer forgets it.
     private func takePending() -> CommitBatch {
         let batch = pending
-        pending = CommitBatch(capacity: batch.entries.count)
+        pending = writer.takeSpare() ?? CommitBatch(capacity: batch.entries.count)
         if pendingTimed {
             timer.release()
             pendingTimed = false

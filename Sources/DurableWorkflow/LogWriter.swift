@@ -46,6 +46,8 @@ final class LogWriter: Sendable {
         var settleWaits = false
         var failure: (any Error)?
         var closed = false
+        /// A settled batch, emptied, for the host's next one (``recycle(_:)``).
+        var spare: CommitBatch?
 
         mutating func takeWaiting() -> [CommitBatch] {
             defer {
@@ -210,6 +212,29 @@ final class LogWriter: Sendable {
             participant.listener?.journalDidFail(failure)
         } else {
             participant.listener?.journalDidCommit(through: last)
+        }
+    }
+
+    /// For the pipeline's committer, once `participant` is settled: its last batch, emptied,
+    /// becomes the host's next (``takeSpare()``), and the array that held its batches the list
+    /// of the next waiting ones. A batch that the host's thread allocates and the committer's
+    /// frees costs both threads their allocator's slow path, for every action a host awaits.
+    func recycle(_ participant: inout CommitParticipant) {
+        var batches = participant.takeBatches()
+        guard var batch = batches.popLast(), batch.emptyForReuse() else { return }
+        batches.removeAll(keepingCapacity: true)
+        handedOff.withLock { state in
+            guard !state.closed, state.failure == nil else { return }
+            if state.spare == nil { state.spare = batch }
+            if state.waiting.isEmpty, state.waiting.capacity == 0 { state.waiting = batches }
+        }
+    }
+
+    /// A settled batch, emptied, for the host's next (`nil` when none is spare).
+    func takeSpare() -> CommitBatch? {
+        handedOff.withLock { state in
+            defer { state.spare = nil }
+            return state.spare
         }
     }
 

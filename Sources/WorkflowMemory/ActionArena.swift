@@ -7,9 +7,13 @@
 // @unchecked Sendable, so that a batch holding its arena can be handed to the writer's thread:
 // an arena is written (`store`) only by the thread running its host, while its batch is the
 // journal's pending one; once the batch is handed off (through the log writer's mutex, or taken
-// by a commit on the host's own thread) the journal starts a new batch with a new arena, and the
-// old one is only read. The hand-off's lock orders every write before every read. The values
-// stored are actions, which are `Sendable`, so reading them on another thread is safe too.
+// by a commit on the host's own thread) the journal starts a new batch with another arena, and
+// the old one is only read. The hand-off's lock orders every write before every read. Once its
+// batch is committed and settled, the committer may `reset` the arena, if nothing else holds it
+// (`isKnownUniquelyReferenced`), and hand it back to the host through the same mutex for a later
+// batch: the reset is the last thing that thread does with it, and the lock orders it before the
+// host's next `store`. The values stored are actions, which are `Sendable`, so reading and
+// deinitializing them on another thread is safe too.
 public final class ActionArena: @unchecked Sendable {
     @usableFromInline @exclusivity(unchecked) var chunks: [UnsafeMutableRawPointer] = []
     /// The free space of the newest chunk.
@@ -31,6 +35,19 @@ public final class ActionArena: @unchecked Sendable {
     deinit {
         for value in toDeinitialize { Self.deinitialize(value.address, as: value.type) }
         for chunk in chunks { chunk.deallocate() }
+    }
+
+    /// Deinitializes every stored value and frees every chunk but the first, which the next
+    /// values fill again: the arena is as new, without its first allocation. Every slot it gave
+    /// out is invalid from now on.
+    public func reset() {
+        for value in toDeinitialize { Self.deinitialize(value.address, as: value.type) }
+        toDeinitialize.removeAll(keepingCapacity: true)
+        guard let first = chunks.first else { return }
+        for chunk in chunks.dropFirst() { chunk.deallocate() }
+        chunks.removeSubrange(1...)
+        next = first
+        end = first + firstChunk
     }
 
     /// Stores a copy of `value`; returns its slot, valid while the arena lives.

@@ -25,6 +25,17 @@ private struct WithReference {
 
 private struct Empty: Equatable {}
 
+/// As `Tracked`, with a count of its own (tests may run at once).
+private final class Counted: Sendable {
+    static let alive = Atomic<Int>(0)
+    let value: Int
+    init(_ value: Int) {
+        self.value = value
+        Self.alive.add(1, ordering: .relaxed)
+    }
+    deinit { Self.alive.subtract(1, ordering: .relaxed) }
+}
+
 @Suite("Action arena: a batch's actions stored unboxed and read in place")
 struct ActionArenaTests {
     @Test("values of mixed sizes and alignments, over many chunks, read back as stored at aligned addresses")
@@ -87,5 +98,36 @@ struct ActionArenaTests {
             #expect(last?.name == "action 999" && last?.tracked.value == 999)
         }
         #expect(Tracked.alive.load(ordering: .relaxed) == before)
+    }
+
+    @Test("a reset arena releases what it held, exactly once, and stores again as new; its values then go with it")
+    func resetAndReuse() {
+        do {
+            let arena = ActionArena(expected: 2, chunkSize: 64)
+            for index in 0..<500 { _ = arena.store(Counted(index)) }
+            _ = arena.store(Wide())
+            #expect(Counted.alive.load(ordering: .relaxed) == 500)
+            arena.reset()
+            #expect(Counted.alive.load(ordering: .relaxed) == 0)
+            var slots: [(ActionSlot, Int)] = []
+            for index in 0..<300 {
+                slots.append((index % 2 == 0 ? arena.store(Counted(index)) : arena.store(index), index))
+            }
+            for (slot, index) in slots {
+                if index % 2 == 0 {
+                    #expect(arena.value(in: slot, as: Counted.self)?.value == index)
+                } else {
+                    #expect(slot.isAligned(to: MemoryLayout<Int>.alignment))
+                    #expect(arena.value(in: slot, as: Int.self) == index)
+                }
+            }
+            #expect(Counted.alive.load(ordering: .relaxed) == 150)
+            arena.reset()
+            arena.reset()
+            #expect(Counted.alive.load(ordering: .relaxed) == 0)
+            let last = arena.store(Counted(7))
+            #expect(arena.value(in: last, as: Counted.self)?.value == 7)
+        }
+        #expect(Counted.alive.load(ordering: .relaxed) == 0)
     }
 }
