@@ -2,15 +2,22 @@ import WorkflowMemory
 import Synchronization
 import Testing
 
-/// Counts the instances alive, to see that an arena deinitializes what it stored.
+/// How many `Tracked` values of one test are alive, to see that an arena deinitializes what it
+/// stored (each test has its own: tests may run at once).
+private final class AliveCount: Sendable {
+    let alive = Atomic<Int>(0)
+    var value: Int { alive.load(ordering: .relaxed) }
+}
+
 private final class Tracked: Sendable {
-    static let alive = Atomic<Int>(0)
     let value: Int
-    init(_ value: Int) {
+    let count: AliveCount
+    init(_ value: Int, in count: AliveCount) {
         self.value = value
-        Self.alive.add(1, ordering: .relaxed)
+        self.count = count
+        count.alive.add(1, ordering: .relaxed)
     }
-    deinit { Self.alive.subtract(1, ordering: .relaxed) }
+    deinit { count.alive.subtract(1, ordering: .relaxed) }
 }
 
 private struct Wide: Equatable {
@@ -24,17 +31,6 @@ private struct WithReference {
 }
 
 private struct Empty: Equatable {}
-
-/// As `Tracked`, with a count of its own (tests may run at once).
-private final class Counted: Sendable {
-    static let alive = Atomic<Int>(0)
-    let value: Int
-    init(_ value: Int) {
-        self.value = value
-        Self.alive.add(1, ordering: .relaxed)
-    }
-    deinit { Self.alive.subtract(1, ordering: .relaxed) }
-}
 
 @Suite("Action arena: a batch's actions stored unboxed and read in place")
 struct ActionArenaTests {
@@ -86,48 +82,49 @@ struct ActionArenaTests {
 
     @Test("values holding references are released with the arena, exactly once")
     func referencesReleased() {
-        let before = Tracked.alive.load(ordering: .relaxed)
+        let count = AliveCount()
         do {
             let arena = ActionArena(expected: 2)
             var slots: [ActionSlot] = []
             for index in 0..<1_000 {
-                slots.append(arena.store(WithReference(name: "action \(index)", tracked: Tracked(index))))
+                slots.append(arena.store(WithReference(name: "action \(index)", tracked: Tracked(index, in: count))))
             }
-            #expect(Tracked.alive.load(ordering: .relaxed) == before + 1_000)
+            #expect(count.value == 1_000)
             let last = arena.value(in: slots[999], as: WithReference.self)
             #expect(last?.name == "action 999" && last?.tracked.value == 999)
         }
-        #expect(Tracked.alive.load(ordering: .relaxed) == before)
+        #expect(count.value == 0)
     }
 
     @Test("a reset arena releases what it held, exactly once, and stores again as new; its values then go with it")
     func resetAndReuse() {
+        let count = AliveCount()
         do {
             let arena = ActionArena(expected: 2, chunkSize: 64)
-            for index in 0..<500 { _ = arena.store(Counted(index)) }
+            for index in 0..<500 { _ = arena.store(Tracked(index, in: count)) }
             _ = arena.store(Wide())
-            #expect(Counted.alive.load(ordering: .relaxed) == 500)
+            #expect(count.value == 500)
             arena.reset()
-            #expect(Counted.alive.load(ordering: .relaxed) == 0)
+            #expect(count.value == 0)
             var slots: [(ActionSlot, Int)] = []
             for index in 0..<300 {
-                slots.append((index % 2 == 0 ? arena.store(Counted(index)) : arena.store(index), index))
+                slots.append((index % 2 == 0 ? arena.store(Tracked(index, in: count)) : arena.store(index), index))
             }
             for (slot, index) in slots {
                 if index % 2 == 0 {
-                    #expect(arena.value(in: slot, as: Counted.self)?.value == index)
+                    #expect(arena.value(in: slot, as: Tracked.self)?.value == index)
                 } else {
                     #expect(slot.isAligned(to: MemoryLayout<Int>.alignment))
                     #expect(arena.value(in: slot, as: Int.self) == index)
                 }
             }
-            #expect(Counted.alive.load(ordering: .relaxed) == 150)
+            #expect(count.value == 150)
             arena.reset()
             arena.reset()
-            #expect(Counted.alive.load(ordering: .relaxed) == 0)
-            let last = arena.store(Counted(7))
-            #expect(arena.value(in: last, as: Counted.self)?.value == 7)
+            #expect(count.value == 0)
+            let last = arena.store(Tracked(7, in: count))
+            #expect(arena.value(in: last, as: Tracked.self)?.value == 7)
         }
-        #expect(Counted.alive.load(ordering: .relaxed) == 0)
+        #expect(count.value == 0)
     }
 }
