@@ -247,13 +247,16 @@ final class CommitPipeline: Sendable {
             // Each participant is moved out in turn (a copy would retain everything it holds),
             // and what it holds is recycled or freed once every participant is settled: their
             // hosts go on meanwhile.
+            // A participant that settling does not read the batches of gives its host the last
+            // one back first, for the host's next action (``LogWriter/recycle(_:)``).
             var settled: [CommitParticipant] = []
             settled.reserveCapacity(round.count)
-            while let participant = round.popLast() {
+            while var participant = round.popLast() {
+                if participant.failure == nil, !participant.hasAttachmentsOrSpans { participant.writer.recycle(&participant) }
                 participant.writer.settle(participant, duration: duration)
                 settled.append(participant)
             }
-            for index in settled.indices {
+            for index in settled.indices where !settled[index].batches.isEmpty {
                 let writer = settled[index].writer
                 writer.recycle(&settled[index])
             }

@@ -48,9 +48,11 @@ extension WorkflowRuntime {
         var effects = batch.effects
         effects.release(queue: self, observers: context.observers)
         if callbacks.isEmpty {
-            pendingRenderings.drain(prefix: batch.renderings, movingRun: publisher.publish(movingAll:count:))
+            // Closures rather than the methods themselves: a method reference is a context
+            // allocated for each call.
+            pendingRenderings.drain(prefix: batch.renderings, movingRun: { publisher.publish(movingAll: $0, count: $1) })
         } else {
-            pendingRenderings.drain(prefix: batch.renderings, movingEach: publish(movingFrom:))
+            pendingRenderings.drain(prefix: batch.renderings, movingEach: { publish(movingFrom: $0) })
         }
         sealedRenderings -= batch.renderings
         if batch.outputs > 0 { deliverOutputs(prefix: batch.outputs) }
@@ -65,7 +67,7 @@ extension WorkflowRuntime {
     func releasePending() {
         setPhase(.releasing)
         context.effects.release(queue: self, observers: context.observers)
-        pendingRenderings.drain(movingEach: publish(movingFrom:))
+        pendingRenderings.drain(movingEach: { publish(movingFrom: $0) })
         if !pendingOutputs.isEmpty { deliverOutputs() }
         if !pendingCompletions.isEmpty {
             for completion in pendingCompletions { completion.resume(returning: nil) }
