@@ -198,13 +198,18 @@ struct CommitPipelineTests {
         await holder.stopAndWait()
     }
 
-    @Test("50 instances, each driven by its own task with sendAndWait and sends, keep dense, ordered logs that resume to their live state")
+    @Test("50 instances, each driven by its own task with sendAndWait and sends, keep dense, ordered logs that resume to their live state; their snapshots agree with full replay")
     func manyClientsKeepTheirOrder() async throws {
         let dir = TemporaryDirectory("pipeline-many")
         let store = try WorkflowStore.open(path: dir.path)
         let modes: [DurableConfiguration.Mode] = [.grouped(maxBatch: 3, maxDelay: .zero), .strict, .grouped, .processCrashSafe]
+        // Every other instance snapshots often: its batches, handed back emptied once committed,
+        // must carry only their own snapshots and entries.
+        func configuration(_ index: Int) -> DurableConfiguration {
+            counterConfiguration(modes[index % modes.count], snapshotEvery: index % 2 == 1 ? 7 : nil)
+        }
         let hosts = try (0..<50).map { index in
-            try store.start(DurableCounter(step: index + 1), id: "c\(index)", configuration: counterConfiguration(modes[index % modes.count]))
+            try store.start(DurableCounter(step: index + 1), id: "c\(index)", configuration: configuration(index))
         }
         let rounds = TestLoad.scaled(200)
         await withTaskGroup(of: Void.self) { group in
@@ -227,7 +232,10 @@ struct CommitPipelineTests {
             #expect(host.rendering.state == .init(count: total * (index + 1), applied: rounds))
             await host.stopAndWait()
             #expect(try store.entries(of: "c\(index)").map(\.sequence) == Array(1...UInt64(rounds + 1)))
-            let resumed = try store.resume(id: "c\(index)", as: DurableCounter.self, configuration: counterConfiguration(modes[index % modes.count]))
+            let report = try store.verify(id: "c\(index)", as: DurableCounter.self, configuration: configuration(index))
+            #expect(report.problem == nil)
+            #expect(index % 2 == 0 || (report.snapshotSequence > 0 && report.snapshotSequence % 7 == 0))
+            let resumed = try store.resume(id: "c\(index)", as: DurableCounter.self, configuration: configuration(index))
             #expect(resumed.rendering.state == .init(count: total * (index + 1), applied: rounds))
             await resumed.stopAndWait()
         }
