@@ -244,11 +244,12 @@ final class CommitPipeline: Sendable {
             } else {
                 store.metrics.commitFailures.increment()
             }
-            // Each participant is moved out in turn (a copy would retain everything it holds),
-            // and what it holds is recycled or freed once every participant is settled: their
-            // hosts go on meanwhile.
-            // A participant that settling does not read the batches of gives its host the last
-            // one back first, for the host's next action (``LogWriter/recycle(_:)``).
+            // Each participant is moved out in turn (a copy would retain everything it holds).
+            // Its last batch goes back to its host for the host's next action
+            // (``LogWriter/recycle(_:)``): before the host hears of the commit, unless settling
+            // reads the batches (attachments, spans) or the participant failed; else once every
+            // participant is settled, when whatever else they hold is freed, so that their hosts
+            // go on meanwhile.
             var settled: [CommitParticipant] = []
             settled.reserveCapacity(round.count)
             while var participant = round.popLast() {
