@@ -31,8 +31,9 @@ extension WorkflowRuntime {
                 }
             }
         case .committed(let sequence):
-            while let oldest = sealed.first, oldest.through <= sequence {
-                releaseSealed(sealed.removeFirst())
+            // The oldest's sequence is read in place: `sealed.first` would copy the whole batch.
+            while !sealed.isEmpty, sealed[0].through <= sequence {
+                releaseSealed(takeOldestSealed())
             }
         case .journalFailed(let error):
             if !stopped { fail(error) }

@@ -24,7 +24,7 @@ extension WorkflowRuntime {
         switch progress {
         case .committed:
             openBatch = .empty
-            while !sealed.isEmpty { releaseSealed(sealed.removeFirst()) }
+            while !sealed.isEmpty { releaseSealed(takeOldestSealed()) }
             releasePending()
         case .held:
             if openBatch == .empty { openBatch = .held }
@@ -40,6 +40,12 @@ extension WorkflowRuntime {
             pendingFlushes.removeAll()
             openBatch = .empty
         }
+    }
+
+    /// The oldest sealed batch, taken out of `sealed` (usually the only one, taken from the end
+    /// without moving the rest).
+    func takeOldestSealed() -> SealedRelease {
+        sealed.count == 1 ? sealed.removeLast() : sealed.removeFirst()
     }
 
     /// Releases what a batch committed in the background held back, in the order it was held.
