@@ -21,10 +21,9 @@ enum IndexRecord {
     /// The mutable part; `journaledFrom` is the first sequence of the instance in the journal,
     /// 0 when it has none there.
     static func encodedState(_ instance: StoredInstance, journaledFrom: UInt64) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: stateSize) { buffer, count in
-            writeState(instance, journaledFrom: journaledFrom, into: UnsafeMutableRawBufferPointer(buffer))
-            count = stateSize
-        }
+        var bytes = [UInt8](repeating: 0, count: stateSize)
+        bytes.withUnsafeMutableBytes { writeState(instance, journaledFrom: journaledFrom, into: $0) }
+        return bytes
     }
 
     /// Writes the mutable part into `space` (``stateSize`` bytes), as ``encodedState(_:journaledFrom:)``

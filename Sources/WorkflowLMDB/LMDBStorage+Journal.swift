@@ -102,18 +102,15 @@ extension LMDBStorage {
         var instances: [UInt64] = []
         try txn.withCursor(on: layout.log) { log in
             let last = try log.last().map { try LogKey(lmdbBytes: $0.key) }
-            try records.withUnsafeBytes { records in
-                for move in moves {
-                    if instances.last != move.key.instance { instances.append(move.key.instance) }
-                    let record = UnsafeRawBufferPointer(rebasing: records[move.start..<move.end])
-                    let append = last.map { (move.key.instance, move.key.sequence) > ($0.instance, $0.sequence) } ?? true
-                    var key = LogKey.bytes(instance: move.key.instance, sequence: move.key.sequence)
-                    let space = try withUnsafeBytes(of: &key) { key throws(LMDBError) in
-                        try log.reserve(record.count, forKeyBytes: key, append: append)
-                    }
-                    guard let space else { preconditionFailure("log key \(move.key) is not after the log's last") }
-                    space.copyMemory(from: record)
+            for move in moves {
+                if instances.last != move.key.instance { instances.append(move.key.instance) }
+                let append = last.map { (move.key.instance, move.key.sequence) > ($0.instance, $0.sequence) } ?? true
+                var key = LogKey.bytes(instance: move.key.instance, sequence: move.key.sequence)
+                let space = try withUnsafeBytes(of: &key) { key throws(LMDBError) in
+                    try log.reserve(move.end - move.start, forKeyBytes: key, append: append)
                 }
+                guard let space else { preconditionFailure("log key \(move.key) is not after the log's last") }
+                space.copyBytes(from: records[move.start..<move.end])
             }
         }
         try txn.removeAll(in: layout.journal)

@@ -37,11 +37,10 @@ public struct LogRecords: Sendable {
     /// Appends the record with the next sequence, `size` bytes written by `fill` (which must write
     /// every byte it is given).
     public mutating func append(size: Int, _ fill: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
-        // Filled aside, then copied in one move: growing the array by `size` zeros first goes
-        // byte by byte.
-        try withUnsafeTemporaryAllocation(byteCount: size, alignment: 8) { record in
-            try fill(record)
-            bytes.append(contentsOf: UnsafeRawBufferPointer(record))
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: size))
+        try bytes.withUnsafeMutableBytes { all in
+            try fill(UnsafeMutableRawBufferPointer(rebasing: all[start..<(start + size)]))
         }
         ends.append(bytes.count)
     }
