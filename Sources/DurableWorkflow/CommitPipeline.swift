@@ -19,8 +19,12 @@ import WorkflowStorage
 /// ``gather(after:)``), so that a round carries most of them instead of the few that came back
 /// first. Without it, clients that come back one after another each make a round of one or two,
 /// and the per-round work (a sync; for a server, the round trip and the procedure call) goes into
-/// almost nothing. Where commits are serial (LMDB) and most clients are back by the time a round
-/// ends, the next round starts at once (``RoundGathering``).
+/// almost nothing. Where commits are serial and most clients are back by the time a round ends,
+/// the next round starts at once (``RoundGathering``). Where the backend writes a commit's parts
+/// as they are handed over (LMDB: into its open write transaction), a background committer
+/// gathers while it writes instead: its round starts with whoever waits, and each writer that
+/// comes back before the round is taken goes in as a further part, so that writing the round
+/// overlaps the clients' own work instead of following it.
 ///
 /// As many rounds may be in flight at once as the backend takes commits at once
 /// (`StorageBackend.concurrentCommits`: one for LMDB, whose writes are serial; several for a
@@ -114,14 +118,19 @@ final class CommitPipeline: Sendable {
     /// Whether the backend takes one commit at a time (``RoundGathering`` then takes a round at
     /// once when its committer, not its clients, is what they wait for).
     let serial: Bool
+    /// Whether a background committer gathers its rounds while it writes them: the backend writes
+    /// each part of a commit as it is handed over (`StorageBackend.writesPartsAsPulled`), so the
+    /// round starts with whoever waits and takes the others in as they come back.
+    let pulls: Bool
 
     /// A pipeline for a backend that takes `concurrency` commits at once; it gathers rounds when
     /// `gathers` (where a commit has a cost of its own to share: a sync, a round trip; not in
     /// memory).
-    init(concurrency: Int, gathers: Bool) {
+    init(concurrency: Int, gathers: Bool, pulls: Bool = false) {
         state = Lock(State(concurrency: max(1, concurrency)))
         self.gathers = gathers
         serial = concurrency <= 1
+        self.pulls = gathers && pulls
     }
 
     /// Whether a committer is at work now (a moment later it may not be).
@@ -194,19 +203,18 @@ final class CommitPipeline: Sendable {
     }
 
     /// A background committer: rounds until nothing it can take waits, gathering each round after
-    /// the first.
+    /// the first (before it, or while writing it when the pipeline ``pulls``).
     private func commitInBackground() {
         var last = 0
         while true {
-            gather(after: last)
+            if pulls { awaitFirst(after: last) } else { gather(after: last) }
             let round = state.withLock { state -> [LogWriter] in
                 let taken = state.takeRound()
                 if taken.isEmpty { state.endCommitter() }
                 return taken
             }
             if round.isEmpty { return }
-            last = round.count
-            commitRound(round)
+            last = pulls ? commitRound(round, gatheringAfter: last) : commitRound(round)
         }
     }
 
@@ -222,6 +230,16 @@ final class CommitPipeline: Sendable {
         }
     }
 
+    /// On a pipeline that pulls, waits after a round of `last` writers until one waits again
+    /// (or ``RoundGathering/limit`` passed), so that the committer stays for the next round.
+    private func awaitFirst(after last: Int) {
+        guard last > 1 else { return }
+        let deadline = ContinuousClock.now + RoundGathering.limit
+        while !state.withLock({ $0.hasTakeable || $0.blockedHosts > 0 }), ContinuousClock.now < deadline {
+            Self.pause(RoundGathering.step)
+        }
+    }
+
     /// Sleeps the calling thread (a background committer's) for `duration`.
     private static func pause(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
@@ -232,93 +250,185 @@ final class CommitPipeline: Sendable {
 
     /// Takes the waiting batches of `writers` (each now in flight in this round alone), writes
     /// them in one transaction and settles them; then they may go in another round.
-    private func commitRound(_ writers: [LogWriter]) {
-        // Last writer first: settling pops the participants off the end, in the order taken.
-        var round = writers.reversed().compactMap { $0.takeForCommit() }
-        if let store = round.first?.writer.store {
-            let started = ContinuousClock.now
-            let written = Self.write(&round, store: store)
-            let duration = ContinuousClock.now - started
-            if let written {
-                store.metrics.committed(entries: written.entries, actions: written.actions, instances: written.instances, duration: duration)
-            } else {
-                store.metrics.commitFailures.increment()
-            }
-            // Each participant is moved out in turn (a copy would retain everything it holds).
-            // Its last batch goes back to its host for the host's next action
-            // (``LogWriter/recycle(_:)``): before the host hears of the commit, unless settling
-            // reads the batches (attachments, spans) or the participant failed; else once every
-            // participant is settled, when whatever else they hold is freed, so that their hosts
-            // go on meanwhile.
-            var settled: [CommitParticipant] = []
-            settled.reserveCapacity(round.count)
-            while var participant = round.popLast() {
-                if participant.failure == nil, !participant.hasAttachmentsOrSpans { participant.writer.recycle(&participant) }
-                participant.writer.settle(participant, duration: duration)
-                settled.append(participant)
-            }
-            for index in settled.indices where !settled[index].batches.isEmpty {
-                let writer = settled[index].writer
-                writer.recycle(&settled[index])
-            }
-        }
-        state.withLock { state in
-            for writer in writers { state.inFlight.remove(ObjectIdentifier(writer)) }
-        }
+    /// Returns how many writers the round took.
+    @discardableResult
+    private func commitRound(_ writers: [LogWriter]) -> Int {
+        var round = RoundInFlight(writers: writers)
+        guard let store = round.store else { return end(&round) }
+        let started = ContinuousClock.now
+        let request = round.request(from: 0)
+        // Nothing to write when every participant failed to encode.
+        let written = request.changes.isEmpty
+            ? RoundInFlight.Written() : round.record(Result { () throws(StorageFailure) in try store.backend.commit(request) })
+        return settle(&round, written: written, store: store, duration: ContinuousClock.now - started)
     }
 
-    /// Commits the round as one request. A participant whose actions cannot be encoded, or whom
-    /// the store refuses (another host owns the instance), is marked failed alone, with nothing of
-    /// it written; a failed commit marks every participant in it failed.
-    /// Returns what was written (`nil` when the store failed the commit).
-    private static func write(_ round: inout [CommitParticipant], store: WorkflowStore) -> (entries: Int, actions: Int, instances: Int)? {
-        // Synced unless every participant only asks for its commits to survive a process crash.
+    /// As ``commitRound(_:)``, on a backend that writes each part of a commit as it is handed
+    /// over: the round starts with `writers` and, while they are written, takes in the writers
+    /// that come back, as ``RoundGathering`` says after a round of `last`. Whoever waits when a
+    /// part is asked for goes in at once: that costs the round nothing, as a pause would.
+    private func commitRound(_ writers: [LogWriter], gatheringAfter last: Int) -> Int {
+        var round = RoundInFlight(writers: writers)
+        guard let store = round.store else { return end(&round) }
+        let started = ContinuousClock.now
+        var gathering = RoundGathering(after: last, at: started)
+        let first = round.request(from: 0)
+        guard !first.changes.isEmpty else { return settle(&round, written: RoundInFlight.Written(), store: store, duration: .zero) }
+        let outcomes = Result { () throws(StorageFailure) in
+            try store.backend.commit(first) { () -> CommitRequest? in
+                while true {
+                    let (taken, blocked) = state.withLock { ($0.takeRound(), $0.blockedHosts > 0) }
+                    // A host's thread waits for a round: this one ends with the part in hand.
+                    if blocked { gathering = nil }
+                    if !taken.isEmpty {
+                        let start = round.add(taken)
+                        let part = round.request(from: start)
+                        if !part.changes.isEmpty { return part }
+                        continue
+                    }
+                    guard gathering?.look(waiting: round.writers.count, at: .now) == .wait else { return nil }
+                    Self.pause(RoundGathering.step)
+                }
+            }
+        }
+        let written = round.record(outcomes)
+        return settle(&round, written: written, store: store, duration: ContinuousClock.now - started)
+    }
+
+    /// Records the round's commit, settles its participants, and lets its writers go in another
+    /// round. Returns how many writers the round took.
+    private func settle(_ round: inout RoundInFlight, written: RoundInFlight.Written?, store: WorkflowStore, duration: Duration) -> Int {
+        if let written {
+            store.metrics.committed(entries: written.entries, actions: written.actions, instances: written.instances, duration: duration)
+        } else {
+            store.metrics.commitFailures.increment()
+        }
+        // Each participant is moved out in turn (a copy would retain everything it holds).
+        // Its last batch goes back to its host for the host's next action
+        // (``LogWriter/recycle(_:)``): before the host hears of the commit, unless settling
+        // reads the batches (attachments, spans) or the participant failed; else once every
+        // participant is settled, when whatever else they hold is freed, so that their hosts
+        // go on meanwhile. Participants are settled in the order they were taken.
+        var participants = round.takeParticipants()
+        var settled: [CommitParticipant] = []
+        settled.reserveCapacity(participants.count)
+        participants.reverse()
+        while var participant = participants.popLast() {
+            if participant.failure == nil, !participant.hasAttachmentsOrSpans { participant.writer.recycle(&participant) }
+            participant.writer.settle(participant, duration: duration)
+            settled.append(participant)
+        }
+        for index in settled.indices where !settled[index].batches.isEmpty {
+            let writer = settled[index].writer
+            writer.recycle(&settled[index])
+        }
+        return end(&round)
+    }
+
+    /// Lets the round's writers go in another round; returns how many there were.
+    private func end(_ round: inout RoundInFlight) -> Int {
+        state.withLock { state in
+            for writer in round.writers { state.inFlight.remove(ObjectIdentifier(writer)) }
+        }
+        return round.writers.count
+    }
+}
+
+/// The writers a round of the ``CommitPipeline`` took, their participants, and the requests
+/// made of them.
+private struct RoundInFlight {
+    /// Every writer the round took, in order (some may have had nothing waiting).
+    private(set) var writers: [LogWriter]
+    /// The participants, in the order taken; settling moves them out.
+    private var participants: [CommitParticipant]
+    /// For each change in the requests so far, in order, the participant it is of.
+    private var requested: [Int] = []
+    private var scratch = ChangesScratch()
+
+    init(writers: [LogWriter]) {
+        self.writers = writers
+        participants = writers.compactMap { $0.takeForCommit() }
+    }
+
+    /// Moves the participants out, for settling (a copy would retain everything each holds).
+    mutating func takeParticipants() -> [CommitParticipant] {
+        var taken: [CommitParticipant] = []
+        swap(&taken, &participants)
+        return taken
+    }
+
+    /// The store the round writes to (`nil` when no writer had anything waiting).
+    var store: WorkflowStore? { participants.first?.writer.store }
+
+    /// Adds the writers `taken` later; returns where their participants start.
+    mutating func add(_ taken: [LogWriter]) -> Int {
+        let start = participants.count
+        writers.append(contentsOf: taken)
+        for writer in taken {
+            if let participant = writer.takeForCommit() { participants.append(participant) }
+        }
+        return start
+    }
+
+    /// The request for the participants from `start` on. A participant whose actions cannot be
+    /// encoded is marked failed alone, with nothing of it written. Synced unless every
+    /// participant in it only asks for its commits to survive a process crash.
+    mutating func request(from start: Int) -> CommitRequest {
         var syncInterval: Duration?
-        for participant in round {
-            guard case .processCrashSafe(let interval) = participant.writer.configuration.mode else {
+        for index in start..<participants.count {
+            guard case .processCrashSafe(let interval) = participants[index].writer.configuration.mode else {
                 syncInterval = nil
                 break
             }
             syncInterval = min(interval, syncInterval ?? interval)
         }
         var request = CommitRequest(durability: .synced)
-        if let syncInterval {
+        if let syncInterval, let store {
             request.durability = .processCrashSafe
             store.backend.syncPeriodically(every: syncInterval)
         }
-        var indices: [Int] = []
-        var scratch = ChangesScratch()
-        for index in round.indices {
+        for index in start..<participants.count {
             do {
-                guard let changes = try round[index].writer.changes(for: &round[index], reusing: &scratch) else { continue }
+                guard let changes = try participants[index].writer.changes(for: &participants[index], reusing: &scratch) else { continue }
                 request.changes.append(changes)
-                indices.append(index)
+                requested.append(index)
             } catch {
-                round[index].failure = error
+                participants[index].failure = error
             }
         }
-        guard !request.changes.isEmpty else { return (0, 0, 0) }
+        return request
+    }
+
+    /// What a commit wrote.
+    struct Written { var entries = 0, actions = 0, instances = 0 }
+
+    /// Records each participant's part in the commit (an outcome per change requested, in
+    /// order, or the commit's failure): one the store refuses (another host owns the instance)
+    /// is marked failed alone; a failed commit marks every participant in it failed.
+    /// Returns what was written (`nil` when the store failed the commit).
+    mutating func record(_ commit: Result<[CommitOutcome], StorageFailure>) -> Written? {
+        guard let store else { return Written() }
         do {
-            let outcomes = try store.backend.commit(request)
-            var written = (entries: 0, actions: 0, instances: 0)
-            for (index, outcome) in zip(indices, outcomes) {
+            let outcomes = try commit.get()
+            var written = Written()
+            for (index, outcome) in zip(requested, outcomes) {
                 switch outcome {
                 case .committed(let record):
-                    round[index].record = record
+                    participants[index].record = record
                     written.instances += 1
-                    written.entries += round[index].entryCount
-                    written.actions += round[index].actionCount
+                    written.entries += participants[index].entryCount
+                    written.actions += participants[index].actionCount
                 case .refused(let current):
-                    round[index].failure = round[index].writer.refusal(current: current, at: round[index].lastSequence ?? 0)
+                    participants[index].failure = participants[index].writer.refusal(current: current, at: participants[index].lastSequence ?? 0)
                 case .alreadyDelivered(let consumer, let version):
-                    round[index].failure = round[index].writer.deliveredTwice(
-                        consumer: consumer, version: version, at: round[index].lastSequence ?? 0)
+                    participants[index].failure = participants[index].writer.deliveredTwice(
+                        consumer: consumer, version: version, at: participants[index].lastSequence ?? 0)
                 }
             }
             return written
         } catch {
-            for index in indices {
-                round[index].failure = DurableError.storage(error, store: store.path, instance: round[index].writer.instanceID)
+            for index in requested {
+                participants[index].failure = DurableError.storage(error, store: store.path, instance: participants[index].writer.instanceID)
             }
             return nil
         }

@@ -7,12 +7,16 @@
 /// The limit bounds what gathering adds to a commit's latency. After a round of one it does not
 /// gather at all: a lone client is never held back.
 ///
-/// Where commits are serial (one at a time: LMDB), a committer that finds at least half of the
-/// last round's writers waiting the moment that round ends takes them at once: its own commits
-/// are then what the clients wait for (they came back while it committed), and any pause would
-/// only leave it idle. Gathering there is for the other case, a round ending with few back yet:
-/// committed at once, those few would pay a whole synced commit for themselves while the rest
-/// arrive just after it started.
+/// Where commits are serial (one at a time) and a round is written only once it is taken (a
+/// backend that does not write parts as pulled; LMDB does, and gathers while it writes, with
+/// `serial` false), a committer that finds at least half of the last round's writers waiting the
+/// moment that round ends takes them at once: its own commits are then what the clients wait for
+/// (they came back while it committed), and any pause would only leave it idle. Gathering there
+/// is for the other case, a round ending with few back yet: committed at once, those few would
+/// pay a whole synced commit for themselves while the rest arrive just after it started.
+///
+/// While a round is written part by part, the count looked at is every writer the round holds
+/// so far: it grows as writers come back and are written, and the round ends by the same rules.
 struct RoundGathering {
     static let step = Duration.microseconds(30)
     static let quietSteps = 2

@@ -34,7 +34,7 @@ public final class WorkflowStore: Sendable {
     public init(backend: any StorageBackend, metricsFactory: (any MetricsFactory)? = nil) {
         self.backend = backend
         self.path = backend.location
-        self.pipeline = CommitPipeline(concurrency: backend.concurrentCommits, gathers: backend.isDurable)
+        self.pipeline = CommitPipeline(concurrency: backend.concurrentCommits, gathers: backend.isDurable, pulls: backend.writesPartsAsPulled)
         self.metrics = StoreMetrics(store: backend.location, factory: metricsFactory)
     }
 

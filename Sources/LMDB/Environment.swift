@@ -173,34 +173,21 @@ public final class Environment: Sendable {
     /// when it throws. On a full map the map grows and `body` runs again (see the type's notes).
     /// Do not call from inside another transaction's closure on the same thread.
     ///
-    /// `durability` sets the durability of this one commit; `nil` uses the environment's.
+    /// `durability` sets the durability of this one commit; `nil` uses the environment's. The
+    /// closure may still change it (``Transaction/commitDurability``) before it returns.
     /// (LMDB 0.9 has no per-transaction sync flag, so the environment's sync flags are switched
-    /// while this process holds the write lock, and restored before it lets go.)
+    /// for the commit while this process holds the write lock, and restored before it lets go.)
     public func write<R>(
         durability: EnvironmentConfiguration.Durability? = nil, _ body: (borrowing WriteTransaction) throws -> R
     ) throws -> R {
         try requireWritable("begin a write transaction")
-        let syncFlags = UInt32(MDB_NOSYNC | MDB_NOMETASYNC)
-        let override = durability.map(Self.syncFlags).flatMap { $0 == Self.syncFlags(configuration.durability) ? nil : $0 }
         while true {
             let outcome: WriteOutcome<R> = try gate.withShared { () throws -> WriteOutcome<R> in
                 var txn: OpaquePointer?
                 var rc = mdb_txn_begin(handle, nil, 0, &txn)
                 if rc == MDB_MAP_RESIZED { return .retryAfterResize }
                 guard rc == 0, let txn else { throw LMDBError.from(code: rc, path: path, operation: "begin a write transaction") }
-                if let override {
-                    // Safe: other writers of this process are blocked in mdb_txn_begin until we commit.
-                    mdb_env_set_flags(handle, syncFlags, 0)
-                    if override != 0 { mdb_env_set_flags(handle, override, 1) }
-                }
-                defer {
-                    if override != nil {
-                        mdb_env_set_flags(handle, syncFlags, 0)
-                        let base = Self.syncFlags(configuration.durability)
-                        if base != 0 { mdb_env_set_flags(handle, base, 1) }
-                    }
-                }
-                var state = TransactionState(span: mapSpan(acceptsOutside: true))
+                var state = TransactionState(span: mapSpan(acceptsOutside: true), durability: durability)
                 let mapSize = currentMapSize()
                 let result: R
                 do {
@@ -216,7 +203,7 @@ public final class Environment: Sendable {
                     mdb_txn_abort(txn)
                     return .retryAfterGrowth(from: mapSize)
                 }
-                rc = mdb_txn_commit(txn)
+                rc = commit(txn, durability: state.durability)
                 if rc == MDB_MAP_FULL { return .retryAfterGrowth(from: mapSize) }
                 guard rc == 0 else { throw LMDBError.from(code: rc, path: path, operation: "commit") }
                 return .done(result)
@@ -227,6 +214,23 @@ public final class Environment: Sendable {
             case .retryAfterGrowth(let size): try grow(from: size)
             }
         }
+    }
+
+    /// Commits `txn`, with `durability` instead of the environment's for this commit. Other
+    /// writers of this process are blocked in `mdb_txn_begin` until it returns, so switching the
+    /// environment's sync flags here affects this commit alone.
+    private func commit(_ txn: OpaquePointer, durability: EnvironmentConfiguration.Durability?) -> Int32 {
+        let base = Self.syncFlags(configuration.durability)
+        guard let durability, Self.syncFlags(durability) != base else { return mdb_txn_commit(txn) }
+        let syncFlags = UInt32(MDB_NOSYNC | MDB_NOMETASYNC)
+        mdb_env_set_flags(handle, syncFlags, 0)
+        let override = Self.syncFlags(durability)
+        if override != 0 { mdb_env_set_flags(handle, override, 1) }
+        defer {
+            mdb_env_set_flags(handle, syncFlags, 0)
+            if base != 0 { mdb_env_set_flags(handle, base, 1) }
+        }
+        return mdb_txn_commit(txn)
     }
 
     /// Runs `body` in the write transaction on this environment's writer queue and returns

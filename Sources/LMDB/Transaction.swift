@@ -34,6 +34,13 @@ public struct Transaction<Mode: TransactionMode>: ~Copyable {
     /// ``Environment/lastTransactionID`` when it commits.
     public var id: UInt64 { UInt64(mdb_txn_id(txn)) }
 
+    /// The durability this transaction's commit will have: the one ``Environment/write(durability:_:)``
+    /// was given (or the environment's) until set here; read when the closure returns.
+    public var commitDurability: EnvironmentConfiguration.Durability? {
+        get { state.pointee.durability }
+        nonmutating set { state.pointee.durability = newValue }
+    }
+
     func failure(_ rc: Int32, _ operation: @autoclosure () -> String) -> LMDBError {
         if rc == MDB_MAP_FULL { state.pointee.mapFull = true }
         return LMDBError.from(code: rc, path: environment.path, operation: operation())
@@ -66,6 +73,8 @@ struct TransactionState {
     var mapFull = false
     /// Where values read in this transaction may lie.
     let span: MapSpan
+    /// The durability of this commit, when the closure set one (``Transaction/commitDurability``).
+    var durability: EnvironmentConfiguration.Durability?
 }
 
 /// The part of the memory map that holds committed pages, as of a transaction's start: every

@@ -13,30 +13,71 @@ extension LMDBStorage {
     package static let checkpointEntries = 32_768
 
     public func commit(_ request: CommitRequest) throws(StorageFailure) -> [CommitOutcome] {
-        let durability: EnvironmentConfiguration.Durability? = request.durability == .processCrashSafe ? .noSync : nil
-        let signals = request.changes.contains { !$0.deliveryMarks.isEmpty } ? try signalLayout().layout : nil
-        let manyInstances = request.changes.count >= Self.journalFanIn
-        return try call {
-            try environment.write(durability: durability) { txn in
-                var outcomes: [CommitOutcome] = []
-                outcomes.reserveCapacity(request.changes.count)
-                var journal = JournalAppender(layout: layout)
-                // One cursor on `state` and one on the journal serve every instance of the commit:
-                // an instance's record is rewritten through the cursor that found it (LMDB then
-                // finds the key on the cursor's page instead of searching from the root).
-                try txn.withCursor(on: layout.state) { state in
-                    try txn.withCursor(on: layout.journal) { journalCursor in
-                        for changes in request.changes {
-                            let journaled = manyInstances && changes.entries.count <= Self.journalEntriesPerInstance
-                            outcomes.append(try write(
-                                changes, journaled: journaled, journal: &journal, journalCursor, state: state, signals: signals, in: txn))
-                        }
+        try commit(request, pullingMore: { nil })
+    }
+
+    /// Each part pulled is written into the open write transaction at once, while the caller
+    /// gathers the next.
+    public var writesPartsAsPulled: Bool { true }
+
+    public func commit(_ request: CommitRequest, pullingMore more: () -> CommitRequest?) throws(StorageFailure) -> [CommitOutcome] {
+        // The parts pulled so far: a transaction that runs again (after the map grew, or once
+        // the signal tables are open) writes them again.
+        var parts = [request]
+        while true {
+            let signals = parts.contains(where: \.hasDeliveryMarks) ? try signalLayout().layout : openSignalLayout
+            let outcomes = try call { () throws -> [CommitOutcome]? in
+                do {
+                    return try environment.write { txn in try write(&parts, pullingMore: more, signals: signals, in: txn) }
+                } catch is SignalTablesClosed {
+                    return nil
+                }
+            }
+            if let outcomes { return outcomes }
+        }
+    }
+
+    /// A part pulled into a transaction has delivery marks, and the signal tables are not open.
+    private struct SignalTablesClosed: Error {}
+
+    /// Writes the parts pulled so far and pulls the rest through `more`.
+    private func write(
+        _ parts: inout [CommitRequest], pullingMore more: () -> CommitRequest?, signals: SignalLayout?, in txn: borrowing WriteTransaction
+    ) throws -> [CommitOutcome] {
+        var outcomes: [CommitOutcome] = []
+        outcomes.reserveCapacity(parts.reduce(0) { $0 + $1.changes.count })
+        var journal = JournalAppender(layout: layout)
+        var durability = parts[0].durability, instances = 0
+        // One cursor on `state` and one on the journal serve every instance of the commit:
+        // an instance's record is rewritten through the cursor that found it (LMDB then
+        // finds the key on the cursor's page instead of searching from the root).
+        try txn.withCursor(on: layout.state) { state in
+            try txn.withCursor(on: layout.journal) { journalCursor in
+                var index = 0
+                while true {
+                    if index == parts.count {
+                        guard let part = more() else { break }
+                        parts.append(part)
+                        // The signal tables are opened outside a write transaction: this one
+                        // ends, and runs again with them open.
+                        if signals == nil, part.hasDeliveryMarks { throw SignalTablesClosed() }
+                    }
+                    let changesOfPart = parts[index].changes
+                    durability = durability.strongest(with: parts[index].durability)
+                    index += 1
+                    instances += changesOfPart.count
+                    let manyInstances = instances >= Self.journalFanIn
+                    for changes in changesOfPart {
+                        let journaled = manyInstances && changes.entries.count <= Self.journalEntriesPerInstance
+                        outcomes.append(try write(
+                            changes, journaled: journaled, journal: &journal, journalCursor, state: state, signals: signals, in: txn))
                     }
                 }
-                if journal.appended > 0, try txn.count(of: layout.journal) >= checkpointEntries { try checkpoint(txn) }
-                return outcomes
             }
         }
+        if journal.appended > 0, try txn.count(of: layout.journal) >= checkpointEntries { try checkpoint(txn) }
+        txn.commitDurability = durability == .processCrashSafe ? .noSync : nil
+        return outcomes
     }
 
     /// Writes one instance's changes; a refusal is found before anything of them is written.

@@ -200,6 +200,9 @@ public final class LMDBStorage: StorageBackend {
         try signalLayout()
     }
 
+    /// The signal tables' layout if they are open already (``signalLayout()`` opens them).
+    var openSignalLayout: SignalLayout? { signals.withLock { $0?.layout } }
+
     func signalLayout() throws(StorageFailure) -> LMDBSignalStorage {
         try signals.withLock { (signals) throws(StorageFailure) -> LMDBSignalStorage in
             if let signals { return signals }

@@ -6,3 +6,10 @@ public enum CommitDurability: Sendable, Hashable {
     /// crash of the process, not of the machine.
     case processCrashSafe
 }
+
+extension CommitDurability {
+    /// The stronger of the two: a commit holding parts that ask for both must meet both.
+    public func strongest(with other: CommitDurability) -> CommitDurability {
+        self == .synced || other == .synced ? .synced : .processCrashSafe
+    }
+}

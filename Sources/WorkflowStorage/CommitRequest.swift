@@ -16,6 +16,9 @@ public struct CommitRequest: Sendable {
         self.durability = durability
         self.changes = changes
     }
+
+    /// Whether some instance's changes mark signal deliveries.
+    public var hasDeliveryMarks: Bool { changes.contains { !$0.deliveryMarks.isEmpty } }
 }
 
 /// What a commit writes for one instance: entries appended to its log (continuing it densely),

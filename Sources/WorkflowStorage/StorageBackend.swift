@@ -53,6 +53,18 @@ public protocol StorageBackend: AnyObject, Sendable {
     /// Returns an outcome per ``CommitRequest/changes`` element, in order. Throws when the
     /// transaction failed as a whole (nothing of it is written).
     func commit(_ request: CommitRequest) throws(StorageFailure) -> [CommitOutcome]
+    /// Whether ``commit(_:pullingMore:)`` writes each part as it is pulled (LMDB: into its open
+    /// write transaction), so that a committer does well to hand parts over while its round
+    /// gathers. Where it does not (the default), the parts are only merged, and a committer
+    /// gathers before its round instead.
+    var writesPartsAsPulled: Bool { get }
+    /// Applies `request` and each part `more` returns, until it returns `nil`, as one atomic
+    /// commit, like ``commit(_:)`` applied to all of them merged: an outcome per change of every
+    /// part, in order; the strongest durability any part asks for. `more` runs on the calling
+    /// thread before the commit (it may wait for parts to come); no instance is in two parts.
+    /// A backend that runs its transaction again (LMDB, after growing its map) writes the parts
+    /// already pulled again without calling `more` for them.
+    func commit(_ request: CommitRequest, pullingMore more: () -> CommitRequest?) throws(StorageFailure) -> [CommitOutcome]
     /// Makes every commit so far durable (those made with ``CommitDurability/processCrashSafe``).
     func sync() throws(StorageFailure)
     /// Asks the backend to make `processCrashSafe` commits durable at least every `interval`
@@ -106,6 +118,18 @@ public protocol StorageBackend: AnyObject, Sendable {
 extension StorageBackend {
     /// One commit at a time, unless the backend says otherwise.
     public var concurrentCommits: Int { 1 }
+
+    public var writesPartsAsPulled: Bool { false }
+
+    /// Merges the parts into one request and commits it.
+    public func commit(_ request: CommitRequest, pullingMore more: () -> CommitRequest?) throws(StorageFailure) -> [CommitOutcome] {
+        var merged = request
+        while let part = more() {
+            merged.changes.append(contentsOf: part.changes)
+            merged.durability = merged.durability.strongest(with: part.durability)
+        }
+        return try commit(merged)
+    }
 
     public func close() {}
 

@@ -1,3 +1,4 @@
+import Foundation
 import LMDB
 import TestSupport
 import Testing
@@ -55,6 +56,73 @@ struct LMDBJournalTests {
         }))
         #expect(try counts(storage) == (journal: before.journal, log: before.log + others.count * Int(many - 1)))
         #expect(try storage.texts(others[3]).count == Int(many))
+    }
+
+    @Test("a pulled part that marks a delivery before the signal tables are open: the transaction runs again with them open, writing every part once, without asking for the parts already pulled")
+    func pulledPartOpensSignalTables() throws {
+        let dir = TemporaryDirectory("journal-pulled-signals")
+        // A consumer with a version waiting, registered through another storage object: this
+        // one has not opened the signal tables when the commit starts.
+        let signal = UUID(), consumer = UUID()
+        let keys: [UInt64]
+        do {
+            let earlier = try LMDBStorage.open(path: dir.path), signals = try earlier.signalStorage()
+            #expect(try signals.register(SignalContractTests.consumer(signal, id: consumer), at: 1))
+            _ = try signals.post([SignalContractTests.post(signal, "v1")], keepLatest: 1, at: 2, durability: nil)
+            keys = try instances(2, in: earlier)
+        }
+        let storage = try LMDBStorage.open(path: dir.path)
+        var marked = InstanceChanges(id: "i1", key: keys[1], claim: Records.hostA, entries: Records.range(2, 3), updated: 3)
+        marked.deliveryMarks = [SignalContractTests.mark(consumer, 1)]
+        var parts = [CommitRequest(durability: .synced, changes: [marked])]
+        var asked = 0
+        let outcomes = try storage.commit(CommitRequest(durability: .synced, changes: [
+            InstanceChanges(id: "i0", key: keys[0], claim: Records.hostA, entries: Records.range(2, 2), updated: 2)
+        ])) {
+            asked += 1
+            return parts.isEmpty ? nil : parts.removeFirst()
+        }
+        #expect(asked == 2)
+        #expect(outcomes.count == 2 && outcomes.allSatisfy { if case .committed = $0 { true } else { false } })
+        #expect(try storage.texts(keys[0]) == ["1:entry 1", "2:entry 2"])
+        #expect(try storage.texts(keys[1]) == ["1:entry 1", "2:entry 2", "3:entry 3"])
+        #expect(try storage.signalStorage().consumer(consumer)?.lastDelivered == 1, "the mark was written with the entries")
+    }
+
+    @Test("a pulled commit that fills the map: the map grows and the transaction runs again, writing every part once, without asking for the parts already pulled")
+    func pulledCommitGrowsTheMap() throws {
+        let dir = TemporaryDirectory("journal-pulled-growth")
+        let storage = try LMDBStorage.open(
+            path: dir.path, configuration: EnvironmentConfiguration(initialMapSize: 256 << 10, maximumMapSize: 64 << 20),
+            checkpointEntries: LMDBStorage.checkpointEntries)
+        let keys = try instances(40, in: storage)
+        let before = try storage.environment.info().mapSize
+        // 40 parts of one instance each, 40 entries of 4 KiB per instance: several times the map.
+        func part(_ index: Int) -> CommitRequest {
+            var records = LogRecords(firstSequence: 2)
+            for _ in 0..<40 { records.append([UInt8](repeating: UInt8(index), count: 4 << 10)) }
+            return CommitRequest(durability: .synced, changes: [
+                InstanceChanges(id: "i\(index)", key: keys[index], claim: Records.hostA, entries: records, updated: 2)
+            ])
+        }
+        var next = 1, asked = 0
+        let outcomes = try storage.commit(part(0)) {
+            asked += 1
+            defer { next += 1 }
+            return next < keys.count ? part(next) : nil
+        }
+        #expect(try storage.environment.info().mapSize > before, "the map grew")
+        #expect(asked == keys.count)
+        #expect(outcomes.count == keys.count && outcomes.allSatisfy { if case .committed = $0 { true } else { false } })
+        for (index, key) in keys.enumerated() {
+            var count = 0
+            try storage.readEntries(of: key, from: 2, through: .max) { _, bytes in
+                count += 1
+                #expect(bytes.count == 4 << 10 && bytes.allSatisfy { $0 == UInt8(index) })
+                return true
+            }
+            #expect(count == 40)
+        }
     }
 
     @Test("a checkpoint moves the whole journal into the log; every instance reads back whole and keeps committing")

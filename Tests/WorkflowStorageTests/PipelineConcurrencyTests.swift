@@ -9,7 +9,7 @@ import WorkflowStorage
 
 /// An in-memory store that takes several commits at once, each held for a random moment, and
 /// records any instance that two commits carried at the same time.
-final class SlowConcurrentStorage: StorageBackend {
+final class SlowConcurrentStorage: InMemoryWrapper {
     let inner = InMemoryStorage(name: "slow-concurrent")
     let concurrentCommits: Int
     /// Whether a commit is made (and visible to readers) before the pause, as a database
@@ -68,10 +68,7 @@ final class SlowConcurrentStorage: StorageBackend {
     func resetReads() { state.withLock { $0.reads = [:] } }
     private func counting(_ name: String) { state.withLock { $0.reads[name, default: 0] += 1 } }
 
-    var name: String { inner.name }
-    var location: String { inner.location }
     var isDurable: Bool { false }
-    var isReadOnly: Bool { false }
 
     func commit(_ request: CommitRequest) throws(StorageFailure) -> [CommitOutcome] {
         let (holds, releases) = state.withLock { state -> (Bool, Bool) in
@@ -109,13 +106,10 @@ final class SlowConcurrentStorage: StorageBackend {
         return try inner.commit(request)
     }
 
-    func create(_ instance: NewInstance) throws(StorageFailure) -> StoredInstance? { try inner.create(instance) }
     func instance(id: String) throws(StorageFailure) -> StoredInstance? {
         counting("instance")
         return try inner.instance(id: id)
     }
-    func instances() throws(StorageFailure) -> [StoredInstance] { try inner.instances() }
-    func instanceIDs() throws(StorageFailure) -> [String] { try inner.instanceIDs() }
     /// Each claim also takes a moment, as a round trip to a server does.
     func claim(id: String, as claim: InstanceClaim, takingOverIf: (InstanceClaim) -> Bool) throws(StorageFailure) -> ClaimOutcome {
         state.withLock { state in
@@ -127,13 +121,6 @@ final class SlowConcurrentStorage: StorageBackend {
         usleep(UInt32.random(in: 500...2_000))
         return try inner.claim(id: id, as: claim, takingOverIf: takingOverIf)
     }
-    func release(id: String, claim: InstanceClaim) throws(StorageFailure) { try inner.release(id: id, claim: claim) }
-    func setStatus(id: String, to status: InstanceStatus, at time: Int64) throws(StorageFailure) -> StoredInstance? {
-        try inner.setStatus(id: id, to: status, at: time)
-    }
-    func delete(id: String) throws(StorageFailure) -> Bool { try inner.delete(id: id) }
-    func sync() throws(StorageFailure) {}
-    func syncPeriodically(every interval: Duration) {}
     func readEntries(of key: UInt64, from: UInt64, through: UInt64, _ visit: (UInt64, UnsafeRawBufferPointer) throws -> Bool) throws {
         counting("readEntries")
         try inner.readEntries(of: key, from: from, through: through, visit)
@@ -147,13 +134,6 @@ final class SlowConcurrentStorage: StorageBackend {
         counting("readTail")
         return try inner.readTail(of: key, through: sequence, limit: limit)
     }
-    func putSnapshot(id: String, sequence: UInt64, bytes: [UInt8]) throws(StorageFailure) {
-        try inner.putSnapshot(id: id, sequence: sequence, bytes: bytes)
-    }
-    func signalStorage() throws(StorageFailure) -> any SignalStorage { try inner.signalStorage() }
-    func statistics() throws(StorageFailure) -> StorageStatistics { try inner.statistics() }
-    func checkStructure(progress: (String) -> Void) -> [StoreDamage] { inner.checkStructure(progress: progress) }
-    func copy(to destination: String) throws(StorageFailure) { try inner.copy(to: destination) }
 }
 
 @Suite("The commit pipeline with several commits in flight")
@@ -305,7 +285,7 @@ struct PipelineConcurrencyTests {
         let signal = SignalID()
         let host = try store.start(SignalTally(signal: signal), id: "tally", configuration: SignalTally.configuration(center: center))
         // Its consumer is registered by the wait's worker, which starts in the background.
-        #expect(SignalEngineContractTests.eventually { (try? center.consumers().count) == 1 })
+        #expect(await SignalEngineContractTests.eventually { (try? center.consumers().count) == 1 })
         let versions = 60
         for version in 1...versions {
             _ = try center.post(signal, value: version, terminatesConsumersAfterDelivery: false)

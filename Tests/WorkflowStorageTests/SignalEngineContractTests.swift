@@ -11,11 +11,13 @@ import WorkflowStorage
 /// marks committed with log entries.
 @Suite("Storage contract: signals through the public API on every backend")
 struct SignalEngineContractTests {
-    static func eventually(timeout: Duration = .seconds(10), _ condition: () throws -> Bool) rethrows -> Bool {
+    /// Whether `condition` holds within `timeout`, looking every millisecond. It sleeps as a task,
+    /// not a thread: the work it waits for may need one of the cooperative pool's few threads.
+    static func eventually(timeout: Duration = .seconds(10), _ condition: () throws -> Bool) async rethrows -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if try condition() { return true }
-            usleep(1000)
+            try? await Task.sleep(for: .milliseconds(1))
         }
         return try condition()
     }
@@ -27,13 +29,13 @@ struct SignalEngineContractTests {
         let signal = SignalID(), configuration = AwaitUpload.configuration(center: center)
         do {
             let host = try store.start(AwaitUpload(signal: signal), id: "w", configuration: configuration)
-            #expect(Self.eventually { (try? center.consumers().count) == 1 })
+            #expect(await Self.eventually { (try? center.consumers().count) == 1 })
             await host.stopAndWait()
         }
         try center.post(signal, value: "report.pdf")
         let host = try store.resume(id: "w", as: AwaitUpload.self, configuration: configuration)
-        #expect(Self.eventually { host.rendering.uploaded == "report.pdf" })
-        #expect(Self.eventually { (try? center.consumers().isEmpty) == true })
+        #expect(await Self.eventually { host.rendering.uploaded == "report.pdf" })
+        #expect(await Self.eventually { (try? center.consumers().isEmpty) == true })
         await host.stopAndWait()
         #expect(try store.entries(of: "w").map(\.origin) == [.props, .signal])
         let again = try store.resume(id: "w", as: AwaitUpload.self, configuration: configuration)
@@ -44,7 +46,7 @@ struct SignalEngineContractTests {
     }
 
     @Test("each handler kind receives every version once, in order; a throwing transactional handler writes nothing and is retried", arguments: BackendKind.allCases)
-    func handlers(kind: BackendKind) throws {
+    func handlers(kind: BackendKind) async throws {
         let fresh = try kind.make()
         let center = try SignalCenter.open(store: fresh.store, processIdentity: "p", configuration: .init(retryDelay: .milliseconds(5)))
         let signal = SignalID(), table = try center.table(named: "seen")
@@ -60,7 +62,7 @@ struct SignalEngineContractTests {
         center.attach(atLeast, handler: .atLeastOnce { delivery in seen.withLock { $0["a", default: []].append(delivery.version) } })
         center.attach(atMost, handler: .atMostOnce { delivery in seen.withLock { $0["m", default: []].append(delivery.version) } })
         for index in 1...4 { try center.post(signal, value: index, terminatesConsumersAfterDelivery: index == 4) }
-        #expect(Self.eventually { (try? center.consumers().isEmpty) == true })
+        #expect(await Self.eventually { (try? center.consumers().isEmpty) == true })
         #expect(seen.withLock { $0 } == ["t": [1, 2, 3, 4], "a": [1, 2, 3, 4], "m": [1, 2, 3, 4]])
         #expect(failures.withLock { $0 } == 2)
         #expect(try center.entries(in: table).count == 4)

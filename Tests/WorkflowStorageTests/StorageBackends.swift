@@ -112,3 +112,43 @@ extension StorageBackend {
         return found
     }
 }
+
+/// A test backend over an ``InMemoryStorage`` that changes how some calls behave (commits held,
+/// slowed or pulled; reads counted) and hands every other call to it as it is.
+protocol InMemoryWrapper: StorageBackend {
+    var inner: InMemoryStorage { get }
+}
+
+extension InMemoryWrapper {
+    var name: String { inner.name }
+    var location: String { inner.location }
+    var isReadOnly: Bool { false }
+
+    func create(_ instance: NewInstance) throws(StorageFailure) -> StoredInstance? { try inner.create(instance) }
+    func instance(id: String) throws(StorageFailure) -> StoredInstance? { try inner.instance(id: id) }
+    func instances() throws(StorageFailure) -> [StoredInstance] { try inner.instances() }
+    func instanceIDs() throws(StorageFailure) -> [String] { try inner.instanceIDs() }
+    func claim(id: String, as claim: InstanceClaim, takingOverIf: (InstanceClaim) -> Bool) throws(StorageFailure) -> ClaimOutcome {
+        try inner.claim(id: id, as: claim, takingOverIf: takingOverIf)
+    }
+    func release(id: String, claim: InstanceClaim) throws(StorageFailure) { try inner.release(id: id, claim: claim) }
+    func setStatus(id: String, to status: InstanceStatus, at time: Int64) throws(StorageFailure) -> StoredInstance? {
+        try inner.setStatus(id: id, to: status, at: time)
+    }
+    func delete(id: String) throws(StorageFailure) -> Bool { try inner.delete(id: id) }
+    func sync() throws(StorageFailure) {}
+    func syncPeriodically(every interval: Duration) {}
+    func readEntries(of key: UInt64, from: UInt64, through: UInt64, _ visit: (UInt64, UnsafeRawBufferPointer) throws -> Bool) throws {
+        try inner.readEntries(of: key, from: from, through: through, visit)
+    }
+    func readSnapshots(of key: UInt64, atMost sequence: UInt64, _ visit: (UInt64, UnsafeRawBufferPointer) throws -> Bool) throws {
+        try inner.readSnapshots(of: key, atMost: sequence, visit)
+    }
+    func putSnapshot(id: String, sequence: UInt64, bytes: [UInt8]) throws(StorageFailure) {
+        try inner.putSnapshot(id: id, sequence: sequence, bytes: bytes)
+    }
+    func signalStorage() throws(StorageFailure) -> any SignalStorage { try inner.signalStorage() }
+    func statistics() throws(StorageFailure) -> StorageStatistics { try inner.statistics() }
+    func checkStructure(progress: (String) -> Void) -> [StoreDamage] { inner.checkStructure(progress: progress) }
+    func copy(to destination: String) throws(StorageFailure) { try inner.copy(to: destination) }
+}

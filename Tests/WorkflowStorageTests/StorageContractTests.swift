@@ -140,6 +140,62 @@ struct StorageContractTests {
         }
     }
 
+    @Test("a commit pulls its further parts until none is left and applies all of them as one: an outcome per change of every part, in order; a refusal in a later part stays alone", arguments: BackendKind.allCases)
+    func commitPullsParts(kind: BackendKind) throws {
+        let backend = try kind.make().backend
+        let created = try (0..<6).map { try #require(try backend.create(Records.new("i\($0)", claim: Records.hostA))) }
+        func changes(_ index: Int, claim: InstanceClaim = Records.hostA) -> InstanceChanges {
+            InstanceChanges(id: created[index].id, key: created[index].key, claim: claim, entries: Records.range(2, UInt64(2 + index)), updated: 5)
+        }
+        // The second part's second instance was changed under a claim that does not hold it.
+        var parts = [
+            CommitRequest(durability: .processCrashSafe, changes: [changes(2), changes(3, claim: Records.hostB)]),
+            CommitRequest(durability: .synced, changes: [changes(4)]),
+            CommitRequest(durability: .processCrashSafe, changes: [changes(5)]),
+        ]
+        var asked = 0
+        let outcomes = try backend.commit(CommitRequest(durability: .synced, changes: [changes(1), changes(0)])) {
+            asked += 1
+            return parts.isEmpty ? nil : parts.removeFirst()
+        }
+        #expect(asked == 4, "each part is asked for once, and once more to hear that none is left")
+        try #require(outcomes.count == 6)
+        for (place, index) in [1, 0, 2, 3, 4, 5].enumerated() {
+            if index == 3 {
+                #expect(outcomes[place] == .refused(current: Records.hostA))
+                #expect(try backend.texts(created[3].key) == ["1:entry 1"])
+                continue
+            }
+            guard case .committed(let stored) = outcomes[place] else {
+                Issue.record("i\(index) must commit: \(outcomes[place])")
+                continue
+            }
+            #expect(stored.id == "i\(index)" && stored.lastSequence == UInt64(2 + index))
+            #expect(try backend.texts(created[index].key).count == 2 + index)
+        }
+    }
+
+    @Test("a commit with a pulled part that leaves a gap fails as a whole: nothing of any part is written", arguments: BackendKind.allCases)
+    func pulledCommitIsAtomic(kind: BackendKind) throws {
+        let backend = try kind.make().backend
+        let a = try #require(try backend.create(Records.new("a", claim: Records.hostA)))
+        let b = try #require(try backend.create(Records.new("b", claim: Records.hostA)))
+        var gap: CommitRequest? = CommitRequest(durability: .synced, changes: [
+            InstanceChanges(id: "b", key: b.key, claim: Records.hostA, entries: Records.range(3, 4), updated: 2)
+        ])
+        expect(failsWith: .invalidInput) {
+            try backend.commit(CommitRequest(durability: .synced, changes: [
+                InstanceChanges(id: "a", key: a.key, claim: Records.hostA, entries: Records.range(2, 2), updated: 2)
+            ])) {
+                defer { gap = nil }
+                return gap
+            }
+        }
+        #expect(try backend.texts(a.key) == ["1:entry 1"])
+        #expect(try backend.instance(id: "a")?.lastSequence == 1)
+        #expect(try backend.texts(b.key) == ["1:entry 1"])
+    }
+
     @Test("readTail returns the newest snapshot at or below a sequence and up to a limit of entries after it", arguments: BackendKind.allCases)
     func readsTail(kind: BackendKind) throws {
         let backend = try kind.make().backend

@@ -1,0 +1,122 @@
+@testable import DurableWorkflow
+import Foundation
+import TestWorkflows
+import Testing
+import Workflow
+import WorkflowLocks
+import WorkflowStorage
+
+/// A durable-looking in-memory store that writes a commit's parts as they are pulled (as LMDB
+/// does), records each commit's parts, and can hold a commit before it asks for its next part.
+final class PullingStorage: InMemoryWrapper {
+    let inner = InMemoryStorage(name: "pulling")
+    private let state = Lock(State())
+    private let opened = DispatchSemaphore(value: 0)
+
+    struct State {
+        /// Whether the next commit waits before it first asks for a part, and whether it waits now.
+        var holdArmed = false
+        var holding = false
+        /// For each commit, the ids of each of its parts.
+        var commits: [[[String]]] = []
+    }
+
+    /// The next commit waits, before it asks for its first further part, until ``open()``.
+    func holdNextCommit() { state.withLock { $0.holdArmed = true } }
+    func open() { opened.signal() }
+    /// Returns once the armed commit waits (or ten seconds passed).
+    func untilHolding() async {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !state.withLock({ $0.holding }), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(1)) }
+    }
+    var commits: [[[String]]] { state.withLock { $0.commits } }
+
+    var isDurable: Bool { true }
+    var writesPartsAsPulled: Bool { true }
+
+    func commit(_ request: CommitRequest) throws(StorageFailure) -> [CommitOutcome] { try commit(request, pullingMore: { nil }) }
+
+    func commit(_ request: CommitRequest, pullingMore more: () -> CommitRequest?) throws(StorageFailure) -> [CommitOutcome] {
+        let holds = state.withLock { state -> Bool in
+            defer { state.holdArmed = false }
+            state.holding = state.holdArmed
+            return state.holdArmed
+        }
+        if holds {
+            _ = opened.wait(timeout: .now() + 10)
+            state.withLock { $0.holding = false }
+        }
+        var parts = [request.changes.map(\.id)]
+        var merged = request
+        while let part = more() {
+            parts.append(part.changes.map(\.id))
+            merged.changes.append(contentsOf: part.changes)
+        }
+        state.withLock { $0.commits.append(parts) }
+        return try inner.commit(merged)
+    }
+}
+
+@Suite("The commit pipeline on a backend that writes a commit's parts as they are pulled")
+struct PulledRoundTests {
+    @Test("instances that hand in batches while a round is being written join that round as a further part, and settle with it")
+    func waitingInstancesJoinTheRoundInFlight() async throws {
+        let backend = PullingStorage()
+        let store = WorkflowStore(backend: backend)
+        #expect(store.pipeline.pulls)
+        let configuration = DurableConfiguration(mode: .grouped(maxBatch: 1, maxDelay: .seconds(3600)), actions: DurableCounter.actions)
+        let first = try store.start(DurableCounter(), id: "first", configuration: configuration)
+        let others = try (0..<10).map { try store.start(DurableCounter(), id: "o\($0)", configuration: configuration) }
+
+        backend.holdNextCommit()
+        first.rendering.sink.send(.init(amount: 1))
+        await backend.untilHolding()
+        for (index, host) in others.enumerated() { host.rendering.sink.send(.init(amount: index + 1)) }
+        // Each idle host applies its action on the sending thread and hands the batch to the
+        // pipeline before `send` returns; the committer is held meanwhile.
+        backend.open()
+        await first.flush()
+        for host in others { await host.flush() }
+        let commits = backend.commits
+        try #require(commits.count >= 1)
+        #expect(commits[0].first == ["first"])
+        #expect(Set(commits[0].dropFirst().flatMap { $0 }) == Set(others.indices.map { "o\($0)" }),
+                "the ten instances went into the round in flight: \(commits)")
+        #expect(commits.count == 1)
+        #expect(first.rendering.state == .init(count: 1, applied: 1))
+        for (index, host) in others.enumerated() {
+            #expect(host.failure == nil)
+            #expect(host.rendering.state == .init(count: index + 1, applied: 1))
+            #expect(try store.instance(id: "o\(index)")?.lastSequence == 2)
+            await host.stopAndWait()
+        }
+        await first.stopAndWait()
+    }
+
+    @Test("clients that each await every action: every action lands once, in order, in commits whose parts never hold one instance twice")
+    func roundsFollowTheirClients() async throws {
+        let backend = PullingStorage()
+        let store = WorkflowStore(backend: backend)
+        let configuration = DurableConfiguration(mode: .grouped(maxBatch: 1, maxDelay: .seconds(3600)), actions: DurableCounter.actions)
+        let hosts = try (0..<8).map { try store.start(DurableCounter(), id: "c\($0)", configuration: configuration) }
+        let rounds = 40
+        await withTaskGroup(of: Void.self) { group in
+            for host in hosts {
+                group.addTask {
+                    for amount in 1...rounds { _ = await host.rendering.sink.sendAndWait(.init(amount: amount)) }
+                }
+            }
+        }
+        let commits = backend.commits
+        for (index, host) in hosts.enumerated() {
+            #expect(host.failure == nil)
+            #expect(host.rendering.state == .init(count: rounds * (rounds + 1) / 2, applied: rounds))
+            #expect(try store.entries(of: "c\(index)").map(\.sequence) == Array(1...UInt64(rounds + 1)))
+            await host.stopAndWait()
+        }
+        let instances = commits.reduce(0) { $0 + $1.reduce(0) { $0 + $1.count } }
+        #expect(instances == hosts.count * rounds)
+        #expect(commits.allSatisfy { commit in Set(commit.flatMap { $0 }).count == commit.flatMap { $0 }.count },
+                "no instance is in two parts of one commit")
+    }
+}
