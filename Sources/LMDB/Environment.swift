@@ -16,8 +16,8 @@ import Darwin
 /// - Opened with `MDB_NOTLS`, so read transactions are not tied to threads; stale reader slots
 ///   left by crashed processes are cleared at open.
 /// - Transactions are closure-scoped: ``read(_:)`` and ``write(_:)``. A write commits when its
-///   closure returns and aborts when it throws. Writes from async code (``write(_:)-async``) run
-///   on this environment's serial writer queue, so begin and commit happen on one OS thread.
+///   closure returns and aborts when it throws. Writes from async code (the `async` `write(_:)`)
+///   run on this environment's serial writer queue, so begin and commit happen on one OS thread.
 /// - When a write finds the map full, the transaction is aborted, the map doubles (up to
 ///   ``EnvironmentConfiguration/maximumMapSize``) and the closure runs again: keep side effects
 ///   outside write closures, or make them idempotent.

@@ -34,8 +34,9 @@ public struct Transaction<Mode: TransactionMode>: ~Copyable {
     /// ``Environment/lastTransactionID`` when it commits.
     public var id: UInt64 { UInt64(mdb_txn_id(txn)) }
 
-    /// The durability this transaction's commit will have: the one ``Environment/write(durability:_:)``
-    /// was given (or the environment's) until set here; read when the closure returns.
+    /// The durability this transaction's commit will have: the one
+    /// ``Environment/write(durability:_:)`` was given (or the environment's) until set here; read
+    /// when the closure returns.
     public var commitDurability: EnvironmentConfiguration.Durability? {
         get { state.pointee.durability }
         nonmutating set { state.pointee.durability = newValue }

@@ -143,15 +143,29 @@ public final class FeedbackLoop<Reducer: FeedbackReducer>: Sendable {
     /// Returns once every event reduced so far is committed (durable loops).
     public func flush() async { await host.flush() }
 
-    /// Stops the feedbacks and the loop.
+    /// Stops the feedbacks and the loop. The loop's host stops in the background: for a durable
+    /// loop, use ``stopAndWait()`` to know when its events are committed and its store let go.
     public func stop() {
-        let tasks = lifecycle.withLock { lifecycle -> [Task<Void, Never>] in
+        let tasks = endFeedbacks()
+        host.stop()
+        tasks.forEach { $0.cancel() }
+    }
+
+    /// Stops the feedbacks and the loop, and returns once the loop's host has stopped: for a
+    /// durable loop, every event reduced so far is committed and the instance released.
+    public func stopAndWait() async {
+        let tasks = endFeedbacks()
+        tasks.forEach { $0.cancel() }
+        await host.stopAndWait()
+    }
+
+    /// Marks the loop stopped and hands over its feedbacks' tasks, to cancel.
+    private func endFeedbacks() -> [Task<Void, Never>] {
+        lifecycle.withLock { lifecycle -> [Task<Void, Never>] in
             lifecycle.stopped = true
             defer { lifecycle.tasks = [] }
             return lifecycle.tasks
         }
-        host.stop()
-        tasks.forEach { $0.cancel() }
     }
 
     /// The error that stopped a durable loop (its log could not be written), if any.

@@ -6,7 +6,7 @@ import WorkflowStorage
 /// `lock.mdb`) shared by every process that opens it. Commits are LMDB write transactions
 /// (one writer at a time across processes); reads are MVCC snapshots that never block it.
 ///
-/// Layout (``StoreLayout``): `meta` (format, next instance key), `instances` (id → the static part
+/// Layout (`StoreLayout`): `meta` (format, next instance key), `instances` (id → the static part
 /// of the index record), `state` (instance key → its mutable part), `log` ((instance key,
 /// sequence) → entry bytes), `journal` (entries of commits that carried many instances, until a
 /// checkpoint moves them into `log`), `snapshots` ((key, sequence) → snapshot bytes); the signal

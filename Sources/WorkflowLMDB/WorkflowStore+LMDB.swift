@@ -2,7 +2,7 @@ import DurableWorkflow
 import LMDB
 import WorkflowStorage
 
-/// How a ``WorkflowStore`` on LMDB is opened.
+/// How a `WorkflowStore` on LMDB is opened.
 public struct StoreConfiguration: Sendable {
     /// The LMDB environment underneath (map size limits, readers, read-only).
     public var environment: EnvironmentConfiguration

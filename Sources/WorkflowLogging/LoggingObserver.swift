@@ -1,7 +1,7 @@
 import Logging
 import Workflow
 
-/// A ``WorkflowObserver`` that writes what the runtime does to a swift-log `Logger`:
+/// A `WorkflowObserver` that writes what the runtime does to a swift-log `Logger`:
 /// nodes started and ended, actions applied (at `trace`), render passes with their duration
 /// (at `trace`), workers started and ended, and discarded actions (at `warning`).
 public struct LoggingObserver: WorkflowObserver {

@@ -13,7 +13,7 @@ import WorkflowLocks
 ///
 /// Register the root workflow types the service runs (each with its configuration), add the
 /// service to a `ServiceGroup`, and start instances through it. `run()` resumes every running
-/// instance of the registered types (``WorkflowStore/resumeAll(_:configuration:)``: one that
+/// instance of the registered types (`WorkflowStore.resumeAll(_:configuration:)`: one that
 /// cannot be replayed is marked failed and logged, the others run), then serves until graceful
 /// shutdown (SIGTERM, with the group's `gracefulShutdownSignals`). Shutting down, it stops
 /// taking work (starts throw ``WorkflowServiceError``), stops every host it runs (each commits
@@ -21,7 +21,7 @@ import WorkflowLocks
 /// which releases each instance's ownership, and closes the store.
 ///
 /// A host the service runs is forgotten once it stops by itself: its workflow finished
-/// (``FinishingWorkflow``) or its log could not be written (logged with the failure).
+/// (`FinishingWorkflow`) or its log could not be written (logged with the failure).
 public final class WorkflowService: Service, Sendable {
     /// Where the service is in its life.
     public enum State: Sendable, Equatable {

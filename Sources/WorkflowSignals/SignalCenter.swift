@@ -13,7 +13,7 @@ import WorkflowStorage
 /// thread delivers to them. Another process's post wakes the dispatcher through the store's change
 /// feed (with LMDB, a datagram socket in the store's `wake/` directory); the store and the
 /// consumers' saved positions are the truth. The signals live in the store's backend
-/// (``WorkflowStorage/SignalStorage``): any backend that passes the contract suite, the in-memory
+/// (`WorkflowStorage.SignalStorage`): any backend that passes the contract suite, the in-memory
 /// one included.
 public final class SignalCenter: Sendable {
     /// The store's directory.

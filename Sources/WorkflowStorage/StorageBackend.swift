@@ -1,6 +1,6 @@
-/// Where a ``WorkflowStore`` keeps its instances: the index, each instance's log and snapshots,
-/// in the engine's terms. LMDB (the embedded default) and an in-memory store implement it; every
-/// implementation passes the same contract suite.
+/// Where a `WorkflowStore` (DurableWorkflow) keeps its instances: the index, each instance's log
+/// and snapshots, in the engine's terms. LMDB (the embedded default) and an in-memory store
+/// implement it; every implementation passes the same contract suite.
 ///
 /// The engine calls a backend from many threads at once. The store's commit pipeline calls
 /// ``commit(_:)`` with everything waiting from every instance, from at most

@@ -41,14 +41,14 @@ public struct RenderTester<WorkflowType: Workflow> {
         let matches: (Any) -> Bool
     }
 
-    /// Provides `service` to ``RenderContext/dependency(_:)``.
+    /// Provides `service` to `RenderContext.dependency(_:)`.
     public func providing<T: Sendable>(_ service: T, as type: T.Type = T.self) -> Self {
         var copy = self
         copy.dependencies[ObjectIdentifier(type)] = service
         return copy
     }
 
-    /// The time actions see in ``ApplyContext/now`` (default: when the tester was made).
+    /// The time actions see in `ApplyContext.now` (default: when the tester was made).
     public func at(_ time: WallTime) -> Self {
         var copy = self
         copy.now = time

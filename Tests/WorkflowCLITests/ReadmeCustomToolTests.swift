@@ -34,9 +34,11 @@ struct ReadmeCustomToolTests {
     @Test("a custom tool registering every workflow shape verifies, rebuilds and describes instances of each")
     func everyShape() async throws {
         let dir = TemporaryDirectory("custom-wfctl")
+        weak var released: WorkflowStore?
         do {
             let center = try SignalCenter.open(path: dir.path, processIdentity: "service")
             let store = center.store
+            released = store
             let counter = try store.start(Counter(), id: "counter", configuration: DurableConfiguration(actions: Counter.actions))
             counter.rendering.increment.send(.init())
             await counter.stopAndWait()
@@ -55,9 +57,14 @@ struct ReadmeCustomToolTests {
             let loop = try FeedbackLoop.durable(store: store, id: "tally", reducer: Tally())
             loop.start()
             #expect(await loop.sendAndWait(.add(5)))
-            loop.stop()
+            await loop.stopAndWait()
             try center.stop()
         }
+        // In this process the tool opens the store read-only, which it may only once the service's
+        // store is gone. A stopped host cancels its workers' tasks without waiting for them, and
+        // the upload job's workers hold the signal center (and so the store) until the cooperative
+        // pool runs their cancellation: with other tests blocking its threads, that can take a while.
+        #expect(await eventually(timeout: .seconds(60)) { released == nil }, "the service's store was let go")
         let types = serviceTypes()
         #expect(WorkflowTool.run(types: types, arguments: ["verify", dir.path]) == 0)
         for id in ["counter", "payment", "job", "tally"] {
@@ -73,9 +80,9 @@ struct ReadmeCustomToolTests {
     }
 }
 
-/// Polls `condition` for up to 10 s.
-private func eventually(_ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .seconds(10)
+/// Polls `condition` for up to `timeout`.
+private func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
     while !condition() {
         if ContinuousClock.now > deadline { return false }
         try? await Task.sleep(for: .milliseconds(2))

@@ -1,9 +1,11 @@
+import DurableWorkflow
 import Foundation
 import Synchronization
+import Testing
 import TestSupport
 import TestWorkflows
-import Testing
 import WorkflowFeedback
+import WorkflowLMDB
 import WorkflowLocks
 
 /// A thread-safe list.
@@ -151,6 +153,21 @@ struct FeedbackLoopTests {
 
 @Suite("Durable feedback loops (F3)")
 struct DurableFeedbackLoopTests {
+    @Test("stopAndWait returns once a grouped loop's events are committed and its instance released: another claim takes it at once")
+    func stopAndWaitReleases() async throws {
+        let dir = TemporaryDirectory("feedback-stop")
+        let store = try WorkflowStore.open(path: dir.path)
+        let configuration = DurableConfiguration(mode: .grouped(maxBatch: 1_000, maxDelay: .seconds(3600)))
+        let loop = try FeedbackLoop.durable(store: store, id: "tally", reducer: Tally(), configuration: configuration)
+        loop.start()
+        for value in 1...20 { loop.send(.add(value)) }
+        await loop.stopAndWait()
+        #expect(try store.instance(id: "tally")?.lastSequence == 21, "every event was committed before it returned")
+        let resumed = try FeedbackLoop.durable(store: store, id: "tally", reducer: Tally(), configuration: configuration)
+        #expect(resumed.state == Tally.State(sum: 210, count: 20))
+        await resumed.stopAndWait()
+    }
+
     @Test("a durable loop killed with SIGKILL mid-stream resumes with the reduction of its acknowledged events; feedbacks never see replayed events")
     func killAndResume() throws {
         let dir = TemporaryDirectory("feedback-kill")
