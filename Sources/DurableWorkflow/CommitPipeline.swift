@@ -272,10 +272,15 @@ final class CommitPipeline: Sendable {
         guard let store = round.store else { return end(&round) }
         let started = ContinuousClock.now
         var gathering = RoundGathering(after: last, at: started)
+        // Writers keep coming while a round is written: past the limit it takes none after the
+        // part in hand, so that waiting for others adds at most the limit to a commit's latency.
+        let limit = started + RoundGathering.limit
+        var ending = false
         let first = round.request(from: 0)
         guard !first.changes.isEmpty else { return settle(&round, written: RoundInFlight.Written(), store: store, duration: .zero) }
         let outcomes = Result { () throws(StorageFailure) in
             try store.backend.commit(first) { () -> CommitRequest? in
+                if ending { return nil }
                 while true {
                     let (taken, blocked) = state.withLock { ($0.takeRound(), $0.blockedHosts > 0) }
                     // A host's thread waits for a round: this one ends with the part in hand.
@@ -283,7 +288,9 @@ final class CommitPipeline: Sendable {
                     if !taken.isEmpty {
                         let start = round.add(taken)
                         let part = round.request(from: start)
+                        if ContinuousClock.now >= limit { ending = true }
                         if !part.changes.isEmpty { return part }
+                        if ending { return nil }
                         continue
                     }
                     guard gathering?.look(waiting: round.writers.count, at: .now) == .wait else { return nil }

@@ -16,7 +16,8 @@
 /// pay a whole synced commit for themselves while the rest arrive just after it started.
 ///
 /// While a round is written part by part, the count looked at is every writer the round holds
-/// so far: it grows as writers come back and are written, and the round ends by the same rules.
+/// so far: it grows as writers come back and are written, and the round ends by the same rules;
+/// once the limit has passed it takes in no more writers, even while they keep coming.
 struct RoundGathering {
     static let step = Duration.microseconds(30)
     static let quietSteps = 2

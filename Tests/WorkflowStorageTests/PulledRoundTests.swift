@@ -7,27 +7,29 @@ import WorkflowLocks
 import WorkflowStorage
 
 /// A durable-looking in-memory store that writes a commit's parts as they are pulled (as LMDB
-/// does), records each commit's parts, and can hold a commit before it asks for its next part.
+/// does), records each commit's parts, and can hold a commit before it asks for a further part.
 final class PullingStorage: InMemoryWrapper {
     let inner = InMemoryStorage(name: "pulling")
     private let state = Lock(State())
     private let opened = DispatchSemaphore(value: 0)
 
     struct State {
-        /// Whether the next commit waits before it first asks for a part, and whether it waits now.
+        /// Whether the next ask for a part waits until ``open()``.
         var holdArmed = false
-        var holding = false
+        /// How many holds have begun.
+        var holds = 0
         /// For each commit, the ids of each of its parts.
         var commits: [[[String]]] = []
     }
 
-    /// The next commit waits, before it asks for its first further part, until ``open()``.
-    func holdNextCommit() { state.withLock { $0.holdArmed = true } }
+    /// The next time a commit asks for a further part, it first waits until ``open()`` (ten
+    /// seconds at most).
+    func holdBeforeNextAsk() { state.withLock { $0.holdArmed = true } }
     func open() { opened.signal() }
-    /// Returns once the armed commit waits (or ten seconds passed).
-    func untilHolding() async {
+    /// Returns once `count` holds have begun (or ten seconds passed).
+    func untilHolds(_ count: Int) async {
         let deadline = ContinuousClock.now + .seconds(10)
-        while !state.withLock({ $0.holding }), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(1)) }
+        while state.withLock({ $0.holds }) < count, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(1)) }
     }
     var commits: [[[String]]] { state.withLock { $0.commits } }
 
@@ -37,18 +39,16 @@ final class PullingStorage: InMemoryWrapper {
     func commit(_ request: CommitRequest) throws(StorageFailure) -> [CommitOutcome] { try commit(request, pullingMore: { nil }) }
 
     func commit(_ request: CommitRequest, pullingMore more: () -> CommitRequest?) throws(StorageFailure) -> [CommitOutcome] {
-        let holds = state.withLock { state -> Bool in
-            defer { state.holdArmed = false }
-            state.holding = state.holdArmed
-            return state.holdArmed
-        }
-        if holds {
-            _ = opened.wait(timeout: .now() + 10)
-            state.withLock { $0.holding = false }
-        }
         var parts = [request.changes.map(\.id)]
         var merged = request
-        while let part = more() {
+        while true {
+            let holds = state.withLock { state -> Bool in
+                defer { state.holdArmed = false }
+                if state.holdArmed { state.holds += 1 }
+                return state.holdArmed
+            }
+            if holds { _ = opened.wait(timeout: .now() + 10) }
+            guard let part = more() else { break }
             parts.append(part.changes.map(\.id))
             merged.changes.append(contentsOf: part.changes)
         }
@@ -68,9 +68,9 @@ struct PulledRoundTests {
         let first = try store.start(DurableCounter(), id: "first", configuration: configuration)
         let others = try (0..<10).map { try store.start(DurableCounter(), id: "o\($0)", configuration: configuration) }
 
-        backend.holdNextCommit()
+        backend.holdBeforeNextAsk()
         first.rendering.sink.send(.init(amount: 1))
-        await backend.untilHolding()
+        await backend.untilHolds(1)
         for (index, host) in others.enumerated() { host.rendering.sink.send(.init(amount: index + 1)) }
         // Each idle host applies its action on the sending thread and hands the batch to the
         // pipeline before `send` returns; the committer is held meanwhile.
@@ -91,6 +91,39 @@ struct PulledRoundTests {
             await host.stopAndWait()
         }
         await first.stopAndWait()
+    }
+
+    @Test("past its limit a round written part by part takes in no more writers: those that come back later go in the next round")
+    func roundEndsAtItsLimit() async throws {
+        let backend = PullingStorage()
+        let store = WorkflowStore(backend: backend)
+        let configuration = DurableConfiguration(mode: .grouped(maxBatch: 1, maxDelay: .seconds(3600)), actions: DurableCounter.actions)
+        let first = try store.start(DurableCounter(), id: "first", configuration: configuration)
+        let early = try (0..<5).map { try store.start(DurableCounter(), id: "e\($0)", configuration: configuration) }
+        let late = try (0..<5).map { try store.start(DurableCounter(), id: "l\($0)", configuration: configuration) }
+
+        backend.holdBeforeNextAsk()
+        first.rendering.sink.send(.init(amount: 1))
+        await backend.untilHolds(1)
+        for host in early { host.rendering.sink.send(.init(amount: 1)) }
+        // The round began before the hold: after this sleep its limit has passed.
+        try await Task.sleep(for: RoundGathering.limit * 4)
+        backend.holdBeforeNextAsk()
+        backend.open()
+        // The round took the early writers as a part; before it asks for another, the late ones come.
+        await backend.untilHolds(2)
+        for host in late { host.rendering.sink.send(.init(amount: 1)) }
+        backend.open()
+        for host in [first] + early + late { await host.flush() }
+        let commits = backend.commits
+        try #require(commits.count >= 2)
+        #expect(commits[0].first == ["first"])
+        #expect(Set(commits[0].dropFirst().flatMap { $0 }) == Set(early.indices.map { "e\($0)" }), "\(commits)")
+        #expect(Set(commits.dropFirst().flatMap { $0.flatMap { $0 } }) == Set(late.indices.map { "l\($0)" }), "\(commits)")
+        for host in [first] + early + late {
+            #expect(host.failure == nil && host.rendering.state == .init(count: 1, applied: 1))
+            await host.stopAndWait()
+        }
     }
 
     @Test("clients that each await every action: every action lands once, in order, in commits whose parts never hold one instance twice")
