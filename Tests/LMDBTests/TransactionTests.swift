@@ -56,6 +56,32 @@ struct TransactionTests {
         #expect(expected == total + 1)
     }
 
+    @Test("a write's closure sees the durability its commit was given and may change it; each commit is made and the next one starts from the given one again")
+    func commitDurabilitySetInTheClosure() throws {
+        let dir = TemporaryDirectory("commit-durability")
+        let env = try Environment.open(path: dir.path)
+        let db: Database<UInt64, [UInt8]> = try env.database(named: "d")
+        try env.write { txn throws in
+            #expect(txn.commitDurability == nil)
+            txn.commitDurability = .noSync
+            #expect(txn.commitDurability == .noSync)
+            try txn.put([1], forKey: 1, in: db)
+        }
+        try env.write(durability: .noMetaSync) { txn throws in
+            #expect(txn.commitDurability == .noMetaSync)
+            txn.commitDurability = nil
+            try txn.put([2], forKey: 2, in: db)
+        }
+        try env.write { txn throws in
+            #expect(txn.commitDurability == nil)
+            try txn.put([3], forKey: 3, in: db)
+        }
+        try env.sync()
+        try env.read { txn throws in
+            for key in UInt64(1)...3 { #expect(try txn.get(key, in: db) == [UInt8(key)]) }
+        }
+    }
+
     @Test("a closure that throws aborts: none of its writes are visible")
     func throwingClosureAborts() throws {
         struct Stop: Error {}

@@ -59,14 +59,24 @@ final class PullingStorage: InMemoryWrapper {
 
 @Suite("The commit pipeline on a backend that writes a commit's parts as they are pulled")
 struct PulledRoundTests {
+    /// A store over a fresh ``PullingStorage``.
+    func pullingStore() -> (PullingStorage, WorkflowStore) {
+        let backend = PullingStorage()
+        return (backend, WorkflowStore(backend: backend))
+    }
+
+    /// Starts a counter in `store` that hands each action to a background commit of its own.
+    func counter(_ id: String, in store: WorkflowStore) throws -> WorkflowHost<DurableCounter> {
+        try store.start(DurableCounter(), id: id, configuration: DurableConfiguration(
+            mode: .grouped(maxBatch: 1, maxDelay: .seconds(3600)), actions: DurableCounter.actions))
+    }
+
     @Test("instances that hand in batches while a round is being written join that round as a further part, and settle with it")
     func waitingInstancesJoinTheRoundInFlight() async throws {
-        let backend = PullingStorage()
-        let store = WorkflowStore(backend: backend)
+        let (backend, store) = pullingStore()
         #expect(store.pipeline.pulls)
-        let configuration = DurableConfiguration(mode: .grouped(maxBatch: 1, maxDelay: .seconds(3600)), actions: DurableCounter.actions)
-        let first = try store.start(DurableCounter(), id: "first", configuration: configuration)
-        let others = try (0..<10).map { try store.start(DurableCounter(), id: "o\($0)", configuration: configuration) }
+        let first = try counter("first", in: store)
+        let others = try (0..<10).map { try counter("o\($0)", in: store) }
 
         backend.holdBeforeNextAsk()
         first.rendering.sink.send(.init(amount: 1))
@@ -95,12 +105,10 @@ struct PulledRoundTests {
 
     @Test("past its limit a round written part by part takes in no more writers: those that come back later go in the next round")
     func roundEndsAtItsLimit() async throws {
-        let backend = PullingStorage()
-        let store = WorkflowStore(backend: backend)
-        let configuration = DurableConfiguration(mode: .grouped(maxBatch: 1, maxDelay: .seconds(3600)), actions: DurableCounter.actions)
-        let first = try store.start(DurableCounter(), id: "first", configuration: configuration)
-        let early = try (0..<5).map { try store.start(DurableCounter(), id: "e\($0)", configuration: configuration) }
-        let late = try (0..<5).map { try store.start(DurableCounter(), id: "l\($0)", configuration: configuration) }
+        let (backend, store) = pullingStore()
+        let first = try counter("first", in: store)
+        let early = try (0..<5).map { try counter("e\($0)", in: store) }
+        let late = try (0..<5).map { try counter("l\($0)", in: store) }
 
         backend.holdBeforeNextAsk()
         first.rendering.sink.send(.init(amount: 1))
@@ -128,10 +136,8 @@ struct PulledRoundTests {
 
     @Test("clients that each await every action: every action lands once, in order, in commits whose parts never hold one instance twice")
     func roundsFollowTheirClients() async throws {
-        let backend = PullingStorage()
-        let store = WorkflowStore(backend: backend)
-        let configuration = DurableConfiguration(mode: .grouped(maxBatch: 1, maxDelay: .seconds(3600)), actions: DurableCounter.actions)
-        let hosts = try (0..<8).map { try store.start(DurableCounter(), id: "c\($0)", configuration: configuration) }
+        let (backend, store) = pullingStore()
+        let hosts = try (0..<8).map { try counter("c\($0)", in: store) }
         let rounds = 40
         await withTaskGroup(of: Void.self) { group in
             for host in hosts {
