@@ -3,8 +3,10 @@ import WorkflowStorage
 /// How an instance's index record is laid out in an LMDB store: the static part (key, type,
 /// created, codec) under the id in `instances`, written once; the mutable part (status, updated,
 /// last sequence, last snapshot, claim, and where its entries in the journal start) under the
-/// instance's key in `state`, rewritten by every commit. (Format 1 kept the mutable part in
-/// `log`, after the instance's entries, at sequence `UInt64.max`.)
+/// instance's key in `state`, rewritten by every commit, except those that only add entries to an
+/// instance with entries in the journal already (its last journal entry then has its last
+/// sequence and update time). (Format 1 kept the mutable part in `log`, after the instance's
+/// entries, at sequence `UInt64.max`.)
 enum IndexRecord {
     /// The sequence at which format 1 kept the mutable part in `log`.
     static let formatOneStateSequence = UInt64.max

@@ -26,27 +26,44 @@ extension LMDBStorage {
         var parts = [request]
         while true {
             let signals = parts.contains(where: \.hasDeliveryMarks) ? try signalLayout().layout : openSignalLayout
-            let outcomes = try call { () throws -> [CommitOutcome]? in
+            let written = try call { () throws -> Written? in
                 do {
                     return try environment.write { txn in try write(&parts, pullingMore: more, signals: signals, in: txn) }
                 } catch is SignalTablesClosed {
                     return nil
                 }
             }
-            if let outcomes { return outcomes }
+            guard let written else { continue }
+            journalTails.withLock { $0.confirm(written.transaction) }
+            return written.outcomes
         }
     }
 
     /// A part pulled into a transaction has delivery marks, and the signal tables are not open.
     private struct SignalTablesClosed: Error {}
 
+    /// What a commit's transaction wrote: an outcome per change; the transaction's id.
+    private struct Written {
+        var outcomes: [CommitOutcome] = []
+        var transaction: UInt64 = 0
+    }
+
     /// Writes the parts pulled so far and pulls the rest through `more`.
     private func write(
         _ parts: inout [CommitRequest], pullingMore more: () -> CommitRequest?, signals: SignalLayout?, in txn: borrowing WriteTransaction
-    ) throws -> [CommitOutcome] {
-        var outcomes: [CommitOutcome] = []
-        outcomes.reserveCapacity(parts.reduce(0) { $0 + $1.changes.count })
+    ) throws -> Written {
+        var written = Written()
+        written.outcomes.reserveCapacity(parts.reduce(0) { $0 + $1.changes.count })
         var journal = JournalAppender(layout: layout)
+        // Only write transactions, one at a time, use the journal's tails: this one holds them
+        // while it runs.
+        var tails = journalTails.withLock { cache in
+            var taken = JournalTails()
+            swap(&taken, &cache)
+            return taken
+        }
+        defer { journalTails.withLock { $0 = tails } }
+        tails.begin()
         var durability = parts[0].durability, instances = 0
         // One cursor on `state` and one on the journal serve every instance of the commit:
         // an instance's record is rewritten through the cursor that found it (LMDB then
@@ -69,25 +86,34 @@ extension LMDBStorage {
                     let manyInstances = instances >= Self.journalFanIn
                     for changes in changesOfPart {
                         let journaled = manyInstances && changes.entries.count <= Self.journalEntriesPerInstance
-                        outcomes.append(try write(
-                            changes, journaled: journaled, journal: &journal, journalCursor, state: state, signals: signals, in: txn))
+                        written.outcomes.append(try write(
+                            changes, journaled: journaled, journal: &journal, journalCursor, state: state, signals: signals,
+                            tails: &tails, in: txn))
                     }
                 }
             }
         }
-        if journal.appended > 0, try txn.count(of: layout.journal) >= checkpointEntries { try checkpoint(txn) }
+        var checkpointed = false
+        if journal.appended > 0, try txn.count(of: layout.journal) >= checkpointEntries {
+            try checkpoint(txn)
+            checkpointed = true
+        }
+        try tails.end(txn, journal: layout.journal, lastAppended: journal.lastEntry, checkpointed: checkpointed)
+        written.transaction = txn.id
         txn.commitDurability = durability == .processCrashSafe ? .noSync : nil
-        return outcomes
+        return written
     }
 
     /// Writes one instance's changes; a refusal is found before anything of them is written.
     /// (A transaction that grows the map runs again from the start, so this starts afresh.)
     /// The instance's record is read and rewritten through `state`, which nothing else moves
-    /// meanwhile; the journal is appended to through `journalCursor`.
+    /// meanwhile; the journal is appended to through `journalCursor`. An instance that had entries
+    /// in the journal already, and whose changes only add entries, keeps its record as it is:
+    /// its last journal entry says the rest (see the journal's invariants), as `tails` tells.
     private func write(
         _ changes: InstanceChanges, journaled: Bool, journal: inout JournalAppender,
         _ journalCursor: borrowing Cursor<UInt64, [UInt8], ReadWrite>, state: borrowing Cursor<UInt64, [UInt8], ReadWrite>,
-        signals: SignalLayout?, in txn: borrowing WriteTransaction
+        signals: SignalLayout?, tails: inout JournalTails, in txn: borrowing WriteTransaction
     ) throws -> CommitOutcome {
         let key = changes.key
         // Keys are never reused and an instance's static part never changes: a cached one is
@@ -96,8 +122,12 @@ extension LMDBStorage {
               let current = try state.seek(exactly: key), let found = IndexRecord.withState(base, current.value) else {
             return .refused(current: nil)
         }
+        guard found.instance.claim == changes.claim else { return .refused(current: found.instance.claim) }
         var stored = found.instance, journaledFrom = found.journaledFrom
-        guard stored.claim == changes.claim else { return .refused(current: stored.claim) }
+        if journaledFrom > 0 {
+            try tails.update(in: txn, journal: layout.journal)
+            stored = stored.advanced(to: tails[key])
+        }
         if let signals {
             for mark in changes.deliveryMarks where try LMDBSignalStorage.isDelivered(mark, layout: signals, txn) {
                 return .alreadyDelivered(consumer: mark.consumer, version: mark.version)
@@ -115,7 +145,8 @@ extension LMDBStorage {
             // `log` always come before those in the journal.
             if journaled || journaledFrom > 0 {
                 if journaledFrom == 0 { journaledFrom = entries.firstSequence }
-                try journal.append(entries, of: key, through: journalCursor)
+                try journal.append(entries, of: key, updated: changes.updated, through: journalCursor)
+                tails.appended(JournalTail(sequence: stored.lastSequence, updated: stored.updated), of: key)
             } else {
                 try appendToLog(entries, of: key, txn)
             }
@@ -125,7 +156,10 @@ extension LMDBStorage {
             stored.lastSnapshot = max(stored.lastSnapshot, snapshot.sequence)
             try txn.put(snapshot.bytes, forKey: LogKey(instance: key, sequence: snapshot.sequence), in: layout.snapshots)
         }
-        try state.reserve(IndexRecord.stateSize, forKey: key) { IndexRecord.writeState(stored, journaledFrom: journaledFrom, into: $0) }
+        let recordChanges = found.journaledFrom == 0 || changes.status != nil || !changes.snapshots.isEmpty
+        if recordChanges {
+            try state.reserve(IndexRecord.stateSize, forKey: key) { IndexRecord.writeState(stored, journaledFrom: journaledFrom, into: $0) }
+        }
         if let signals {
             for mark in changes.deliveryMarks { try LMDBSignalStorage.apply(mark, layout: signals, txn) }
         }

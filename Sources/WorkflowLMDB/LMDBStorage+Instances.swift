@@ -29,8 +29,9 @@ extension LMDBStorage {
         try call { try environment.read { txn in try indexed(id: id, txn)?.instance } }
     }
 
-    /// The instance with this id as `txn` sees it, and its first sequence in the journal (0 when
-    /// none); a missing or unreadable part is `.corrupted`.
+    /// The instance with this id as `txn` sees it (its last sequence and update time as its
+    /// journal entries leave them), and its first sequence in the journal (0 when none); a missing
+    /// or unreadable part is `.corrupted`.
     func indexed(id: String, _ txn: borrowing Transaction<some TransactionMode>) throws -> (instance: StoredInstance, journaledFrom: UInt64)? {
         guard let base = try txn.value(forKey: id, in: layout.instances, { IndexRecord.decodeStatic($0, id: id) }) else {
             if try txn.contains(id, in: layout.instances) { throw damagedRecord(id) }
@@ -39,7 +40,7 @@ extension LMDBStorage {
         guard let indexed = try txn.value(forKey: base.key, in: layout.state, { IndexRecord.withState(base, $0) }) else {
             throw damagedRecord(id)
         }
-        return indexed
+        return try updatedByJournal(indexed, txn)
     }
 
     private func damagedRecord(_ id: String) -> StorageFailure {
@@ -51,11 +52,14 @@ extension LMDBStorage {
         try call {
             try environment.read { txn in
                 var found: [StoredInstance] = []
+                // Every instance's last journal entry, read in one pass at the first that has some.
+                var tails: [UInt64: JournalTail]?
                 try txn.forEach(in: layout.instances) { key, value in
                     let id = try String(lmdbBytes: key)
                     if let base = IndexRecord.decodeStatic(value, id: id),
                        let indexed = try txn.value(forKey: base.key, in: layout.state, { IndexRecord.withState(base, $0) }) {
-                        found.append(indexed.instance)
+                        if indexed.journaledFrom > 0, tails == nil { tails = try lastJournalEntries(txn) }
+                        found.append(indexed.journaledFrom > 0 ? indexed.instance.advanced(to: tails?[base.key]) : indexed.instance)
                     }
                     return true
                 }

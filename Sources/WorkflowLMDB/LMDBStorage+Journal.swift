@@ -5,10 +5,15 @@ import WorkflowStorage
 /// end of one database, in commit order, so that it writes a few pages instead of a page in each
 /// instance's range of `log`. A checkpoint later moves the journal's entries into `log` in one
 /// transaction (many entries of each instance at once) and empties it. Each journal value is the
-/// instance key and sequence (16 bytes, big-endian) followed by the entry record.
+/// instance key, the sequence and the time of the commit that wrote it (8 bytes each,
+/// big-endian) followed by the entry record.
 ///
-/// Invariant: every entry an instance has in `log` comes before every entry it has in the
-/// journal, which start at its `journaledFrom` (0 when it has none there).
+/// Invariants: every entry an instance has in `log` comes before every entry it has in the
+/// journal, which start at its `journaledFrom` (0 when it has none there). The state record of an
+/// instance with entries in the journal is not rewritten by commits that only add entries (which
+/// would cost each commit a page of `state` per few dozen instances): its last sequence and update
+/// time are then those of its last journal entry (``JournalTail``) when that is later; a
+/// checkpoint writes them into the record.
 extension LMDBStorage {
     /// Appends entries to the journal's end within one write transaction.
     struct JournalAppender: ~Copyable {
@@ -17,25 +22,32 @@ extension LMDBStorage {
         private var next: UInt64?
         /// Entries appended so far.
         private(set) var appended = 0
+        /// The last entry appended: its position, instance and sequence.
+        private(set) var lastEntry: (position: UInt64, instance: UInt64, sequence: UInt64)?
 
         init(layout: StoreLayout) {
             self.layout = layout
         }
 
-        /// Appends `entries` of `instance` through `cursor`, a cursor on the journal that
-        /// only this appender moves within the transaction.
-        mutating func append(_ entries: LogRecords, of instance: UInt64, through cursor: borrowing Cursor<UInt64, [UInt8], ReadWrite>) throws {
+        /// Appends `entries` of `instance`, committed at `updated`, through `cursor`, a cursor on
+        /// the journal that only this appender moves within the transaction.
+        mutating func append(
+            _ entries: LogRecords, of instance: UInt64, updated: Int64, through cursor: borrowing Cursor<UInt64, [UInt8], ReadWrite>
+        ) throws {
             let start = try next ?? cursor.last().map { try $0.key(as: UInt64.self) + 1 } ?? 1
             var position = start
+            let header = LMDBStorage.journalHeaderSize
             try entries.forEach { sequence, bytes in
                 var key = position.bigEndian
                 let space = try withUnsafeBytes(of: &key) { key throws(LMDBError) in
-                    try cursor.reserve(16 + bytes.count, forKeyBytes: key, append: true)
+                    try cursor.reserve(header + bytes.count, forKeyBytes: key, append: true)
                 }
                 guard let space else { preconditionFailure("journal position \(position) is not after the journal's last") }
                 space.storeBytes(of: instance.bigEndian, toByteOffset: 0, as: UInt64.self)
                 space.storeBytes(of: sequence.bigEndian, toByteOffset: 8, as: UInt64.self)
-                UnsafeMutableRawBufferPointer(rebasing: space[16...]).copyMemory(from: bytes)
+                space.storeBytes(of: updated.bigEndian, toByteOffset: 16, as: Int64.self)
+                UnsafeMutableRawBufferPointer(rebasing: space[header...]).copyMemory(from: bytes)
+                lastEntry = (position, instance, sequence)
                 position += 1
             }
             appended += Int(position - start)
@@ -43,15 +55,63 @@ extension LMDBStorage {
         }
     }
 
-    /// The instance and sequence a journal value holds, and its entry record.
-    static func journaled(_ value: UnsafeRawBufferPointer) throws -> (instance: UInt64, sequence: UInt64, record: UnsafeRawBufferPointer) {
-        guard value.count >= 16 else {
+    /// The bytes before the entry record in a journal value: instance, sequence, commit time.
+    static let journalHeaderSize = 24
+
+    /// What a journal value holds.
+    struct JournalEntry {
+        let instance: UInt64
+        let sequence: UInt64
+        /// The time of the commit that wrote it (the instance's `updated` as of that commit).
+        let updated: Int64
+        let record: UnsafeRawBufferPointer
+    }
+
+    /// The instance, sequence and commit time a journal value holds, and its entry record.
+    static func journaled(_ value: UnsafeRawBufferPointer) throws -> JournalEntry {
+        guard value.count >= journalHeaderSize else {
             throw LMDBError(kind: .corrupted, path: "", operation: "read the journal", detail: "a journal value of \(value.count) bytes",
                             recovery: "Restore the store from a copy")
         }
-        return (UInt64(bigEndian: value.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
-                UInt64(bigEndian: value.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
-                UnsafeRawBufferPointer(rebasing: value[16...]))
+        return JournalEntry(
+            instance: UInt64(bigEndian: value.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+            sequence: UInt64(bigEndian: value.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
+            updated: Int64(bigEndian: value.loadUnaligned(fromByteOffset: 16, as: Int64.self)),
+            record: UnsafeRawBufferPointer(rebasing: value[journalHeaderSize...]))
+    }
+
+    /// The instance's last entry in the journal, found from the journal's end (an instance that
+    /// commits often has it near there); `nil` when it has none.
+    func journalTail(of instance: UInt64, _ txn: borrowing Transaction<some TransactionMode>) throws -> JournalTail? {
+        var tail: JournalTail?
+        try txn.forEach(in: layout.journal, reverse: true) { _, value in
+            let entry = try Self.journaled(value)
+            guard entry.instance == instance else { return true }
+            tail = JournalTail(sequence: entry.sequence, updated: entry.updated)
+            return false
+        }
+        return tail
+    }
+
+    /// Every instance's last entry in the journal, in one pass.
+    func lastJournalEntries(_ txn: borrowing Transaction<some TransactionMode>) throws -> [UInt64: JournalTail] {
+        var tails: [UInt64: JournalTail] = [:]
+        try txn.forEach(in: layout.journal) { _, value in
+            let entry = try Self.journaled(value)
+            tails[entry.instance] = JournalTail(sequence: entry.sequence, updated: entry.updated)
+            return true
+        }
+        return tails
+    }
+
+    /// `indexed` (an instance and where its journal entries start) as the journal leaves it: the
+    /// state record's last sequence and update time, or those of the instance's last journal
+    /// entry where that is later.
+    func updatedByJournal(
+        _ indexed: (instance: StoredInstance, journaledFrom: UInt64), _ txn: borrowing Transaction<some TransactionMode>
+    ) throws -> (instance: StoredInstance, journaledFrom: UInt64) {
+        guard indexed.journaledFrom > 0 else { return indexed }
+        return (indexed.instance.advanced(to: try journalTail(of: indexed.instance.key, txn)), indexed.journaledFrom)
     }
 
     /// Visits the instance's journal entries from `from` through `through`, in order, until
@@ -91,11 +151,13 @@ extension LMDBStorage {
         // Copied out before `log` is written: the journal's values are read where they lie.
         var moves: [(key: LogKey, start: Int, end: Int)] = []
         var records: [UInt8] = []
+        var tails: [UInt64: JournalTail] = [:]
         try txn.forEach(in: layout.journal) { _, value in
             let entry = try Self.journaled(value)
             let start = records.count
             records.append(contentsOf: entry.record)
             moves.append((LogKey(instance: entry.instance, sequence: entry.sequence), start, records.count))
+            tails[entry.instance] = JournalTail(sequence: entry.sequence, updated: entry.updated)
             return true
         }
         moves.sort { ($0.key.instance, $0.key.sequence) < ($1.key.instance, $1.key.sequence) }
@@ -114,11 +176,48 @@ extension LMDBStorage {
             }
         }
         try txn.removeAll(in: layout.journal)
+        // Each instance's record now says what its last journal entry said.
         for instance in instances {
             guard let stored = try txn.value(forKey: instance, in: layout.state, { IndexRecord.withState(StoredInstance.placeholder, $0) }) else {
                 continue
             }
-            try txn.put(IndexRecord.encodedState(stored.instance, journaledFrom: 0), forKey: instance, in: layout.state)
+            try txn.put(IndexRecord.encodedState(stored.instance.advanced(to: tails[instance]), journaledFrom: 0), forKey: instance, in: layout.state)
         }
+    }
+
+    /// Format 3's journal values lacked the commit time (their header was instance and sequence):
+    /// each gets its instance's update time, which format 3 rewrote in the state record with
+    /// every commit.
+    static func addCommitTimes(_ txn: borrowing WriteTransaction, _ layout: StoreLayout) throws {
+        var rewritten: [(position: UInt64, value: [UInt8])] = []
+        var updated: [UInt64: Int64] = [:]
+        try txn.forEach(in: layout.journal) { key, value in
+            guard value.count >= 16 else {
+                throw LMDBError(kind: .corrupted, path: "", operation: "migrate the journal", detail: "a journal value of \(value.count) bytes",
+                                recovery: "Restore the store from a copy")
+            }
+            let instance = UInt64(bigEndian: value.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
+            let time = try updated[instance] ?? txn.value(forKey: instance, in: layout.state) {
+                IndexRecord.withState(StoredInstance.placeholder, $0)?.instance.updated
+            } ?? 0
+            updated[instance] = time
+            var bytes = Array(value.prefix(16))
+            withUnsafeBytes(of: time.bigEndian) { bytes.append(contentsOf: $0) }
+            bytes.append(contentsOf: value[16...])
+            rewritten.append((try UInt64(lmdbBytes: key), bytes))
+            return true
+        }
+        for (position, value) in rewritten { try txn.put(value, forKey: position, in: layout.journal) }
+    }
+}
+
+extension StoredInstance {
+    /// This record with the last sequence and update time of `tail` when that entry is later.
+    func advanced(to tail: JournalTail?) -> StoredInstance {
+        guard let tail, tail.sequence > lastSequence else { return self }
+        var copy = self
+        copy.lastSequence = tail.sequence
+        copy.updated = tail.updated
+        return copy
     }
 }

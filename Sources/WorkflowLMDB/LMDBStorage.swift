@@ -25,11 +25,13 @@ public final class LMDBStorage: StorageBackend {
     private let syncTask = Lock<Task<Void, Never>?>(nil)
     /// Instances' static index parts by key, as commits found them (they never change).
     let staticParts = Lock<[UInt64: StoredInstance]>([:])
+    /// Each instance's last journal entry, as commits of this storage keep track of them.
+    let journalTails = Lock(JournalTails())
     /// How many entries the journal holds before a commit moves them all into `log`.
     package let checkpointEntries: Int
 
     /// The format this library writes (a newer one is refused, an older one migrated).
-    public static let formatVersion: UInt32 = 3
+    public static let formatVersion: UInt32 = 4
 
     /// The declared, ordered upgrades from older formats.
     static let migrations: [Migration] = [
@@ -50,6 +52,11 @@ public final class LMDBStorage: StorageBackend {
         // which a library that reads up to format 2 would skip: it must refuse the store instead.
         // Nothing stored changes.
         Migration(name: "signal versions may carry a trace context", from: 2) { _, _ in },
+        // Format 4 journal values carry their commit's time, and a commit may leave the state
+        // record of an instance with journal entries as it was (its last one says the rest).
+        Migration(name: "journal entries carry their commit's time", from: 3) { txn, layout in
+            try addCommitTimes(txn, layout)
+        },
     ]
 
     /// A declared, named upgrade of the store format, applied in order at open.

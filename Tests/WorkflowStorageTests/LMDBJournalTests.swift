@@ -6,7 +6,7 @@ import WorkflowLMDB
 import WorkflowStorage
 
 /// The LMDB backend's store-wide journal and its format migration, seen from inside the store.
-@Suite("LMDB backend: the store-wide journal, checkpoints and the format 1 migration")
+@Suite("LMDB backend: the store-wide journal, checkpoints and the format migrations")
 struct LMDBJournalTests {
     /// Entries in the journal and in `log`.
     func counts(_ storage: LMDBStorage) throws -> (journal: Int, log: Int) {
@@ -56,6 +56,114 @@ struct LMDBJournalTests {
         }))
         #expect(try counts(storage) == (journal: before.journal, log: before.log + others.count * Int(many - 1)))
         #expect(try storage.texts(others[3]).count == Int(many))
+    }
+
+    /// The bytes of the instance's state record, as stored.
+    func stateRecord(_ key: UInt64, in storage: LMDBStorage) throws -> [UInt8]? {
+        try storage.environment.read { txn in try txn.get(key, in: storage.layout.state) }
+    }
+
+    /// Whether every outcome is a commit.
+    func allCommitted(_ outcomes: [CommitOutcome]) -> Bool {
+        outcomes.allSatisfy { if case .committed = $0 { true } else { false } }
+    }
+
+    @Test("a commit that only adds entries to instances already in the journal leaves their state records as they were; their last sequence and update time read back from their last journal entries, in reads, lists and the next commits, and a checkpoint writes them into the records")
+    func stateRecordsKeptWhileJournaled() throws {
+        let dir = TemporaryDirectory("journal-state-kept")
+        let storage = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 64)
+        let keys = try instances(LMDBStorage.journalFanIn, in: storage)
+        try commit(keys, 2, 3, in: storage)
+        let entered = try #require(try stateRecord(keys[0], in: storage))
+        try commit(keys, 4, 5, in: storage)
+        #expect(try stateRecord(keys[0], in: storage) == entered, "the record was not rewritten")
+        let read = try #require(try storage.instance(id: "i0"))
+        #expect((read.lastSequence, read.updated) == (5, 5))
+        #expect(try storage.instances().map(\.lastSequence) == [5, 5, 5, 5])
+        // A commit that finishes an instance rewrites its record, with everything up to date.
+        var finishing = InstanceChanges(id: "i1", key: keys[1], claim: Records.hostA, entries: Records.range(6, 6), updated: 6)
+        finishing.status = .completed
+        #expect(allCommitted(try storage.commit(CommitRequest(durability: .synced, changes: [finishing]))))
+        #expect(try stateRecord(keys[1], in: storage) != entered)
+        #expect(try storage.instance(id: "i1").map { ($0.lastSequence, $0.status) } ?? (0, .running) == (6, .completed))
+        // Another storage of the store (another process alike) commits in between: each finds
+        // the instance's last sequence where the other left it.
+        let other = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 64)
+        #expect(try other.instance(id: "i0")?.lastSequence == 5)
+        #expect(allCommitted(try other.commit(CommitRequest(durability: .synced, changes: [0, 2, 3].map { index in
+            InstanceChanges(id: "i\(index)", key: keys[index], claim: Records.hostA, entries: Records.range(6, 6), updated: 6)
+        }))))
+        let outcomes = try storage.commit(CommitRequest(durability: .synced, changes: [0, 2, 3].map { index in
+            InstanceChanges(id: "i\(index)", key: keys[index], claim: Records.hostA, entries: Records.range(7, 8), updated: 8)
+        }))
+        #expect(allCommitted(outcomes))
+        if case .committed(let record) = outcomes[0] { #expect((record.lastSequence, record.updated) == (8, 8)) }
+        // One that repeats a sequence the other storage wrote is refused as a gap.
+        #expect(throws: StorageFailure.self) {
+            try other.commit(CommitRequest(durability: .synced, changes: [
+                InstanceChanges(id: "i0", key: keys[0], claim: Records.hostA, entries: Records.range(8, 8), updated: 9)
+            ]))
+        }
+        // Checkpoints (64 entries) write each instance's last sequence and time into its record.
+        var last: UInt64 = 8
+        while try counts(storage).journal > 0 {
+            #expect(allCommitted(try storage.commit(CommitRequest(durability: .synced, changes: [0, 2, 3].map { index in
+                InstanceChanges(id: "i\(index)", key: keys[index], claim: Records.hostA, entries: Records.range(last + 1, last + 4),
+                                updated: Int64(last + 4))
+            }))))
+            last += 4
+        }
+        let stored = try #require(try storage.instance(id: "i0"))
+        #expect(try stateRecord(keys[0], in: storage) != entered)
+        #expect((stored.lastSequence, stored.updated) == (last, Int64(last)))
+        #expect(try storage.texts(keys[3]) == (1...last).map { "\($0):entry \($0)" })
+        #expect(try other.texts(keys[0]).count == Int(last))
+    }
+
+    @Test("a storage whose last known journal entry another storage's checkpoint moved, and whose position the journal has refilled since, reads the journal afresh before its next commit")
+    func anotherCheckpointRefilled() throws {
+        let dir = TemporaryDirectory("journal-other-checkpoint")
+        let storage = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 32)
+        let other = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 32)
+        let keys = try instances(LMDBStorage.journalFanIn, in: storage)
+        // Journal positions 1 to 8, the last one instance i3's sequence 3.
+        try commit(keys, 2, 3, in: storage)
+        var last: UInt64 = 3
+        while try counts(other).journal > 0 {
+            try commit(keys, last + 1, last + 2, in: other)
+            last += 2
+        }
+        // Positions 1 to 8 again: the second commit leaves the state records as the first wrote them.
+        for _ in 0..<2 {
+            try commit(keys, last + 1, last + 1, in: other)
+            last += 1
+        }
+        try commit(keys, last + 1, last + 1, in: storage)
+        for (index, key) in keys.enumerated() {
+            #expect(try storage.instance(id: "i\(index)")?.lastSequence == last + 1)
+            #expect(try other.texts(key).count == Int(last + 1))
+        }
+    }
+
+    @Test("a commit that fails after some of its instances went to the journal leaves nothing of them behind: the next commits continue from what the store holds")
+    func failedCommitAfterJournaling() throws {
+        let dir = TemporaryDirectory("journal-failed")
+        let storage = try LMDBStorage.open(path: dir.path)
+        let keys = try instances(LMDBStorage.journalFanIn, in: storage)
+        try commit(keys, 2, 3, in: storage)
+        try commit(keys, 4, 4, in: storage)
+        #expect(throws: StorageFailure.self) {
+            try storage.commit(CommitRequest(durability: .synced, changes: keys.enumerated().map { index, key in
+                // The last instance's entries leave a gap: the whole commit fails.
+                let first: UInt64 = index == keys.count - 1 ? 7 : 5
+                return InstanceChanges(id: "i\(index)", key: key, claim: Records.hostA, entries: Records.range(first, first), updated: 5)
+            }))
+        }
+        try commit(keys, 5, 6, in: storage)
+        for (index, key) in keys.enumerated() {
+            #expect(try storage.instance(id: "i\(index)")?.lastSequence == 6)
+            #expect(try storage.texts(key) == (1...6).map { "\($0):entry \($0)" })
+        }
     }
 
     @Test("a pulled part that marks a delivery before the signal tables are open: the transaction runs again with them open, writing every part once, without asking for the parts already pulled")
@@ -186,6 +294,38 @@ struct LMDBJournalTests {
             InstanceChanges(id: "old", key: key, claim: Records.hostA, entries: Records.range(4, 4), updated: 4)
         ]))
         #expect(try storage.texts(key).count == 4)
+    }
+
+    @Test("a format 3 store (journal values without their commit's time) is migrated at open: its journaled entries read back whole, and its instances keep committing")
+    func migratesFormatThree() throws {
+        let dir = TemporaryDirectory("journal-migrate-3")
+        var keys: [UInt64] = []
+        do {
+            let storage = try LMDBStorage.open(path: dir.path)
+            keys = try instances(LMDBStorage.journalFanIn, in: storage)
+            try commit(keys, 2, 3, in: storage)
+            // Turn the journal into what format 3 wrote: instance and sequence, then the record.
+            let layout = storage.layout
+            try storage.environment.write { txn in
+                var values: [(UInt64, [UInt8])] = []
+                try txn.forEach(in: layout.journal) { key, value in
+                    values.append((try UInt64(lmdbBytes: key), Array(value.prefix(16)) + Array(value.dropFirst(24))))
+                    return true
+                }
+                for (position, value) in values { try txn.put(value, forKey: position, in: layout.journal) }
+                try txn.put(withUnsafeBytes(of: UInt32(3).littleEndian) { Array($0) }, forKey: "format", in: layout.meta)
+            }
+        }
+        let storage = try LMDBStorage.open(path: dir.path)
+        #expect(try storage.statistics().formatVersion == LMDBStorage.formatVersion)
+        #expect(try counts(storage).journal == 2 * keys.count, "the entries are still in the journal")
+        for (index, key) in keys.enumerated() {
+            #expect(try storage.texts(key) == ["1:entry 1", "2:entry 2", "3:entry 3"])
+            #expect(try storage.instance(id: "i\(index)").map { ($0.lastSequence, $0.updated) } ?? (0, 0) == (3, 3))
+        }
+        try commit(keys, 4, 5, in: storage)
+        #expect(try storage.instances().map(\.lastSequence) == [5, 5, 5, 5])
+        #expect(try storage.texts(keys[2]).count == 5)
     }
 
     @Test("an instance's status is stored as a fixed byte (running 0, completed 1, failed 2, cancelled 3) in a state record of 54 bytes, and each reads back after a reopen")
