@@ -110,4 +110,62 @@ struct CrashTortureTests {
             #expect(report.isConsistent, "\(String(describing: report.problem))")
         }
     }
+
+    @Test("two processes running 6 instances each on one store at once, their commits going through the store's one journal (checkpointed every 100 entries by either), then killed: every instance of either resumes with everything acknowledged to it applied once, and its log is dense")
+    func twoProcessesShareTheJournal() throws {
+        let dir = TemporaryDirectory("torture-two-processes")
+        let instances = 6, prefixes = ["a", "b"]
+        var acknowledged = [[Int]](repeating: [Int](repeating: 0, count: instances), count: prefixes.count)
+        func note(_ line: String, of child: Int) {
+            let fields = line.split(separator: " ")
+            if fields.count == 3, fields[0] == "ack", let index = Int(fields[1]), let value = Int(fields[2]) {
+                acknowledged[child][index] = max(acknowledged[child][index], value)
+            }
+        }
+        // One after the other: the second opens a store the first has made.
+        var children: [ChildProcess] = []
+        for prefix in prefixes {
+            let child = try ChildProcess(["durable-counters-loop", dir.path, "grouped", "\(instances)", "100", prefix], mergeStandardError: true)
+            children.append(child)
+            for index in 0..<instances {
+                let line = child.readLine()
+                #expect(line == "state \(index) 0 0", "\(prefix)\(index) did not start: \(line ?? "nothing")")
+            }
+            #expect(child.readLine() == "ready")
+        }
+        // Both commit at once until every instance of either has acknowledged a few hundred actions
+        // (a few checkpoints of each process's and the other's entries), or 30 s pass.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while acknowledged.joined().contains(where: { $0 < 300 }), ContinuousClock.now < deadline {
+            for (index, child) in children.enumerated() {
+                for _ in 0..<200 {
+                    guard let line = child.readLine(timeout: .milliseconds(20)) else { break }
+                    note(line, of: index)
+                }
+            }
+        }
+        for (index, child) in children.enumerated() {
+            child.kill()
+            for line in child.readRemainingLines(timeout: .seconds(5)) { note(line, of: index) }
+            #expect(try child.waitForExit() == 128 + SIGKILL)
+        }
+        #expect(acknowledged.joined().allSatisfy { $0 >= 300 }, "every instance acknowledged 300 actions: \(acknowledged)")
+
+        let store = try WorkflowStore.open(path: dir.path)
+        let configuration = DurableConfiguration(actions: DurableCounter.actions)
+        for (child, prefix) in prefixes.enumerated() {
+            for index in 0..<instances {
+                let id = "\(prefix)\(index)"
+                let host = try store.resume(id: id, as: DurableCounter.self, configuration: configuration)
+                let state = host.rendering.state
+                #expect(state.applied >= acknowledged[child][index], "\(id)")
+                #expect(state.count == state.applied * (state.applied + 1) / 2, "\(id)")
+                #expect(try store.entries(of: id).map(\.sequence) == Array(1...UInt64(state.applied + 1)), "\(id)")
+                #expect(try store.instance(id: id)?.lastSequence == UInt64(state.applied + 1), "\(id)")
+                host.stop()
+                let report = try store.verify(id: id, as: DurableCounter.self, configuration: configuration)
+                #expect(report.isConsistent, "\(id): \(String(describing: report.problem))")
+            }
+        }
+    }
 }

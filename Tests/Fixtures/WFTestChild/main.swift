@@ -208,19 +208,20 @@ do {
         }
 
     case "durable-counters-loop":
-        // durable-counters-loop STORE MODE N [CHECKPOINT]: resumes (or starts) instances
-        // "t0"..."tN-1" (an LMDB store's journal checkpointed every CHECKPOINT entries; STORE may
-        // be a postgres:// URL); prints
+        // durable-counters-loop STORE MODE N [CHECKPOINT [PREFIX]]: resumes (or starts) instances
+        // "t0"..."tN-1" ("PREFIX0"... when given; an LMDB store's journal checkpointed every
+        // CHECKPOINT entries; STORE may be a postgres:// URL); prints
         // "state I APPLIED COUNT" for each, then "ready"; then a task per instance loops
         // `await sendAndWait(Add(amount: n))` for n = applied+1, applied+2, ..., printing
         // "ack I n" once n is committed. The instances share the store's commits.
         let mode: DurableConfiguration.Mode = arguments[2] == "grouped" ? .grouped(maxBatch: 64, maxDelay: .milliseconds(2)) : .strict
         let configuration = DurableConfiguration(mode: mode, actions: DurableCounter.actions, snapshotEvery: 50)
         let store = try openStore(arguments[1], checkpointEntries: arguments.count > 4 ? Int(arguments[4])! : nil)
+        let prefix = arguments.count > 5 ? arguments[5] : "t"
         let hosts = try (0..<Int(arguments[3])!).map { index in
-            try store.instance(id: "t\(index)") == nil
-                ? try store.start(DurableCounter(), id: "t\(index)", configuration: configuration)
-                : try store.resume(id: "t\(index)", as: DurableCounter.self, configuration: configuration)
+            try store.instance(id: "\(prefix)\(index)") == nil
+                ? try store.start(DurableCounter(), id: "\(prefix)\(index)", configuration: configuration)
+                : try store.resume(id: "\(prefix)\(index)", as: DurableCounter.self, configuration: configuration)
         }
         for (index, host) in hosts.enumerated() {
             say("state \(index) \(host.rendering.state.applied) \(host.rendering.state.count)")
