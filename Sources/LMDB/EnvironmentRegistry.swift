@@ -23,6 +23,11 @@ struct FileIdentity: Hashable, Sendable {
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)
     }
+
+    init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
 }
 
 /// The files of a store directory: an open environment's, or those at its path now. A directory
