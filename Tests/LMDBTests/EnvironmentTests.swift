@@ -25,33 +25,6 @@ struct EnvironmentTests {
         withExtendedLifetime(first) {}
     }
 
-    @Test("a store made anew in a directory whose earlier store this process still has open gets an environment of its own: it does not see the earlier one's data, which still reads back through the earlier environment")
-    func storeMadeAnewWhileOpen() throws {
-        let dir = TemporaryDirectory("made-anew")
-        let earlier = try Environment.open(path: dir.path)
-        let db: Database<UInt64, String> = try earlier.database(named: "kv")
-        try earlier.write { txn in try txn.put("earlier", forKey: 1, in: db) }
-        // The store's files go (as when its directory is deleted and another one takes its inode).
-        for file in ["data.mdb", "lock.mdb"] { try FileManager.default.removeItem(atPath: dir.path + "/" + file) }
-        let later = try Environment.open(path: dir.path)
-        #expect(later !== earlier)
-        let laterDB: Database<UInt64, String> = try later.database(named: "kv")
-        #expect(try later.read { txn in try txn.get(1, in: laterDB) } == nil)
-        try later.write { txn in try txn.put("later", forKey: 2, in: laterDB) }
-        #expect(try earlier.read { txn in try txn.get(1, in: db) } == "earlier")
-        #expect(try Environment.open(path: dir.path) === later)
-    }
-
-    @Test("a data file replaced under an environment this process has open, its lock file kept, is refused: two environments on one lock file would drop each other's locks")
-    func dataFileReplacedWhileOpen() throws {
-        let dir = TemporaryDirectory("data-replaced")
-        let earlier = try Environment.open(path: dir.path)
-        try FileManager.default.removeItem(atPath: dir.path + "/data.mdb")
-        let error = #expect(throws: LMDBError.self) { _ = try Environment.open(path: dir.path) }
-        #expect(error?.kind == .alreadyOpen)
-        withExtendedLifetime(earlier) {}
-    }
-
     @Test("a closed environment can be opened again and keeps what was committed")
     func reopenAfterClose() throws {
         let dir = TemporaryDirectory("reopen")
