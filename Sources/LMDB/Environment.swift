@@ -12,8 +12,7 @@ import Darwin
 /// An open LMDB environment: one store directory, its named databases and its transactions.
 ///
 /// - One per path per process: opening a path that is already open returns the same object
-///   (or fails with ``LMDBError/Kind/alreadyOpen`` if the configuration differs), as LMDB requires;
-///   a store made anew where an open one's files were deleted gets one of its own.
+///   (or fails with ``LMDBError/Kind/alreadyOpen`` if the configuration differs), as LMDB requires.
 /// - Opened with `MDB_NOTLS`, so read transactions are not tied to threads; stale reader slots
 ///   left by crashed processes are cleared at open.
 /// - Transactions are closure-scoped: ``read(_:)`` and ``write(_:)``. A write commits when its
@@ -42,22 +41,15 @@ public final class Environment: Sendable {
     // apart from live transactions by `gate`. The pointer itself never changes.
     nonisolated(unsafe) let handle: OpaquePointer
     let gate = ResizeGate()
-    private let identity: FileIdentity
-    /// The data and lock files this environment opened.
-    private let files: StoreFiles
+    private let identity: DirectoryIdentity
     private let databases = Lock<[String: MDB_dbi]>([:])
     private let writerQueue: DispatchQueue
 
-    private init(path: String, configuration: EnvironmentConfiguration, handle: OpaquePointer, identity: FileIdentity) {
+    private init(path: String, configuration: EnvironmentConfiguration, handle: OpaquePointer, identity: DirectoryIdentity) {
         self.path = path
         self.configuration = configuration
         self.handle = handle
         self.identity = identity
-        // The data file through LMDB's own descriptor; the lock file as the path has it, just
-        // after LMDB opened it.
-        var fd: Int32 = -1, info = stat()
-        let data = mdb_env_get_fd(handle, &fd) == 0 && fstat(fd, &info) == 0 ? FileIdentity(info) : nil
-        self.files = StoreFiles(data: data, lock: FileIdentity(path: path + "/lock.mdb"))
         self.maxKeySize = Int(mdb_env_get_maxkeysize(handle))
         var stat = MDB_stat()
         mdb_env_stat(handle, &stat)
@@ -77,9 +69,7 @@ public final class Environment: Sendable {
     /// Throws ``LMDBError`` with kind `missingDirectory` when the directory (or, with
     /// `createDirectoryIfMissing`, its parent) does not exist, `notAnLMDBEnvironment` for a file
     /// or garbage at the path, `readOnly` when the location cannot be written, `versionMismatch`,
-    /// or `alreadyOpen` when this process has the path open with another configuration (or has it
-    /// open while its data file was replaced). A store made anew at a path whose earlier store
-    /// this process still has open gets an environment of its own.
+    /// or `alreadyOpen` when this process has the path open with another configuration.
     public static func open(
         path: String, configuration: EnvironmentConfiguration = EnvironmentConfiguration()
     ) throws(LMDBError) -> Environment {
@@ -91,20 +81,10 @@ public final class Environment: Sendable {
         var info = stat()
         guard stat(path, &info) == 0 else { throw LMDBError.from(code: errno, path: path, operation: "open") }
         guard (info.st_mode & S_IFMT) == S_IFDIR else { throw LMDBError.from(code: ENOTDIR, path: path, operation: "open") }
-        let identity = FileIdentity(info)
+        let identity = DirectoryIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
 
         return try EnvironmentRegistry.shared.withEntry(identity) { existing throws(LMDBError) in
-            let here = StoreFiles(in: path)
-            if let existing, existing.files != here {
-                // The directory holds other files than the open environment's (deleted under it,
-                // the directory's or its files): a new environment opens them, unless it would
-                // share the open one's lock file, whose locks closing either would drop.
-                if existing.files.lock != nil, existing.files.lock == here.lock {
-                    throw LMDBError(kind: .alreadyOpen, path: path, operation: "open",
-                                    detail: "the store's data file was replaced while this process has the store open",
-                                    recovery: "Close every use of the store in this process before replacing its files")
-                }
-            } else if let existing {
+            if let existing {
                 guard existing.configuration == configuration else {
                     throw LMDBError(kind: .alreadyOpen, path: path, operation: "open",
                                     detail: "this process already has the store open with another configuration",

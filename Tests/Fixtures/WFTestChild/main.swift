@@ -127,28 +127,6 @@ do {
             next += 1
         }
 
-    case "lmdb-files-replaced":
-        // lmdb-files-replaced PATH: with an environment open on PATH, deletes the store's files and
-        // opens the path again, then deletes the new data file alone and opens it once more;
-        // prints what each open gave. (In a process of its own: the sanitizers track mutexes in
-        // the deleted lock file's mapping for as long as the process lives.)
-        let path = arguments[1]
-        let earlier = try Environment.open(path: path)
-        let db: Database<UInt64, String> = try earlier.database(named: "kv")
-        try earlier.write { txn in try txn.put("earlier", forKey: 1, in: db) }
-        for file in ["data.mdb", "lock.mdb"] { try FileManager.default.removeItem(atPath: path + "/" + file) }
-        let later = try Environment.open(path: path)
-        let laterDB: Database<UInt64, String> = try later.database(named: "kv")
-        say("made anew: own \(later !== earlier), sees \(try later.read { txn in try txn.get(1, in: laterDB) } ?? "nothing")")
-        try later.write { txn in try txn.put("later", forKey: 2, in: laterDB) }
-        say("earlier reads \(try earlier.read { txn in try txn.get(1, in: db) } ?? "nothing"), again the same: \(try Environment.open(path: path) === later)")
-        try FileManager.default.removeItem(atPath: path + "/data.mdb")
-        switch Result(catching: { () throws(LMDBError) in try Environment.open(path: path) }) {
-        case .success: say("data file replaced: opened")
-        case .failure(let error): say("data file replaced: \(error.kind)")
-        }
-        withExtendedLifetime((earlier, later)) {}
-
     case "lmdb-append-slowly":
         // lmdb-append-slowly PATH COUNT MILLIS: appends COUNT records, one commit each, pausing between.
         let env = try Environment.open(path: arguments[1])
