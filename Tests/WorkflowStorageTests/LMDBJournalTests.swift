@@ -296,6 +296,36 @@ struct LMDBJournalTests {
         #expect(try storage.texts(key).count == 4)
     }
 
+    @Test("a journal value cut short (bad input) is reported as a corrupted store by reads of its instance, by lists and by the next commit, and nothing is written")
+    func journalValueCutShort() throws {
+        let dir = TemporaryDirectory("journal-cut")
+        let storage = try LMDBStorage.open(path: dir.path)
+        let keys = try instances(LMDBStorage.journalFanIn, in: storage)
+        try commit(keys, 2, 3, in: storage)
+        try commit(keys, 4, 4, in: storage)
+        let layout = storage.layout
+        try storage.environment.write { txn in
+            let last = try txn.withCursor(on: layout.journal) { cursor in try #require(try cursor.last()).key(as: UInt64.self) }
+            try txn.put([1, 2, 3], forKey: last, in: layout.journal)
+        }
+        func expectCorrupted(_ body: () throws -> Void) {
+            let failure = #expect(throws: StorageFailure.self) { try body() }
+            #expect(failure?.kind == .corrupted, "\(String(describing: failure))")
+        }
+        expectCorrupted { _ = try storage.instance(id: "i3") }
+        expectCorrupted { _ = try storage.instances() }
+        expectCorrupted { _ = try storage.texts(keys[3]) }
+        // A storage that has not read the journal yet must read it whole before it commits.
+        let other = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: LMDBStorage.checkpointEntries)
+        let before = try counts(storage)
+        expectCorrupted {
+            _ = try other.commit(CommitRequest(durability: .synced, changes: keys.enumerated().map { index, key in
+                InstanceChanges(id: "i\(index)", key: key, claim: Records.hostA, entries: Records.range(5, 5), updated: 5)
+            }))
+        }
+        #expect(try counts(storage) == before)
+    }
+
     @Test("a format 3 store (journal values without their commit's time) is migrated at open: its journaled entries read back whole, and its instances keep committing")
     func migratesFormatThree() throws {
         let dir = TemporaryDirectory("journal-migrate-3")

@@ -22,6 +22,11 @@ import Darwin
 /// background takes a batch while the drainer goes on applying: the consequences held for that
 /// batch are sealed (`sealed`, oldest first) and released when the journal reports its commit,
 /// before anything recorded after it.
+// @unchecked Sendable: the drainer-only state (`popped`, the pending and sealed releases, the open
+// batch, callbacks, the run and finish state, the tree in `context` and `root`) is read and
+// written only by the drainer, one thread at a time: a thread becomes the drainer and stops being
+// it under `inbox`'s lock, so each drainer sees the writes of the one before. Everything else is
+// a constant, a `Lock`, an atomic, or Sendable itself (the publisher, the streams, the journal).
 final class WorkflowRuntime<Root: Workflow & Sendable>: ActionQueue, JournalListener, @unchecked Sendable
 where Root.Rendering: Sendable, Root.Output: Sendable {
     // @unchecked Sendable: the stored properties marked "drainer-only" are touched only by the
