@@ -120,7 +120,9 @@ struct ReplayTests {
         clock.advance(to: start + .seconds(120))
         let store = try WorkflowStore.open(path: dir.path)
         let host = try store.resume(id: "r", as: Reminder.self, configuration: configuration)
-        await waitUntil { (try? store.instance(id: "r")?.lastSequence) == 3 }
+        // A rendering is released once its action is durable, so the store shows the timer's
+        // entry before the host publishes the state it made: wait for the rendering.
+        await waitUntil { host.rendering.state.firedAt != nil }
         let entries = try store.entries(of: "r")
         #expect(entries.map(\.origin) == [.props, .sink, .timer])
         #expect(host.rendering.state.firedAt == start + .seconds(120))
