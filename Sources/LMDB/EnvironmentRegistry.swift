@@ -27,21 +27,26 @@ final class EnvironmentRegistry: Sendable {
 
     /// Returns the live environment for `identity`, or registers the one `open` makes.
     /// While a previous environment for the directory is still closing, waits for it to finish.
+    ///
+    /// The strong reference to the live environment taken inside the lock is handed out and
+    /// dropped only after the lock is released: if every other use ended meanwhile, dropping it
+    /// closes the environment, whose `deinit` takes the lock to forget it (not recursive).
     func withEntry(
         _ identity: DirectoryIdentity, _ open: (Environment?) throws(LMDBError) -> Environment
     ) throws(LMDBError) -> Environment {
         while true {
-            let result: Result<Environment, LMDBError>? = entries.withLock { entries in
+            let (result, live): (Result<Environment, LMDBError>?, Environment?) = entries.withLock { entries in
                 if let entry = entries[identity] {
-                    guard let live = entry.environment else { return nil }  // still closing
-                    return Result { () throws(LMDBError) in try open(live) }
+                    guard let live = entry.environment else { return (nil, nil) }  // still closing
+                    return (Result { () throws(LMDBError) in try open(live) }, live)
                 }
                 let result = Result { () throws(LMDBError) in try open(nil) }
                 if case .success(let environment) = result {
                     entries[identity] = Entry(environment: environment, owner: ObjectIdentifier(environment))
                 }
-                return result
+                return (result, nil)
             }
+            withExtendedLifetime(live) {}
             if let result { return try result.get() }
             sched_yield()
         }

@@ -25,6 +25,17 @@ struct EnvironmentTests {
         withExtendedLifetime(first) {}
     }
 
+    @Test("opens refused for another configuration, racing with the last use of the open environment ending, neither deadlock nor crash")
+    func refusedOpensRaceWithClose() throws {
+        let dir = TemporaryDirectory("open-race")
+        // In a child process: a deadlock there is a line that never comes, not a hung suite.
+        let child = try ChildProcess(["lmdb-open-race", dir.path, "4"], mergeStandardError: true)
+        let line = child.readLine(timeout: .seconds(40))
+        if line == nil { child.kill() }
+        #expect(line == "done")
+        #expect(try child.waitForExit() == 0)
+    }
+
     @Test("a closed environment can be opened again and keeps what was committed")
     func reopenAfterClose() throws {
         let dir = TemporaryDirectory("reopen")

@@ -127,6 +127,25 @@ do {
             next += 1
         }
 
+    case "lmdb-open-race":
+        // lmdb-open-race PATH SECONDS: for SECONDS, two threads open PATH and drop it again, one
+        // with the default configuration and one with another, so that the second's opens are
+        // refused while the first's environment may be closing; prints "done" at the end.
+        let path = arguments[1]
+        let deadline = ContinuousClock.now + .seconds(Int(arguments[2]) ?? 3)
+        let group = DispatchGroup()
+        for durability in [EnvironmentConfiguration.Durability.strict, .noSync] {
+            DispatchQueue.global().async(group: group) {
+                while ContinuousClock.now < deadline {
+                    do throws(LMDBError) { _ = try Environment.open(path: path, configuration: .init(durability: durability)) } catch {
+                        guard error.kind == .alreadyOpen else { fail("open: \(error)") }
+                    }
+                }
+            }
+        }
+        group.wait()
+        say("done")
+
     case "lmdb-append-slowly":
         // lmdb-append-slowly PATH COUNT MILLIS: appends COUNT records, one commit each, pausing between.
         let env = try Environment.open(path: arguments[1])
