@@ -13,6 +13,8 @@ import Darwin
 ///
 /// - One per path per process: opening a path that is already open returns the same object
 ///   (or fails with ``LMDBError/Kind/alreadyOpen`` if the configuration differs), as LMDB requires.
+///   While an environment is open, its path keeps to the files it opened: after they are
+///   deleted or replaced, opening the path fails with `alreadyOpen` until it is closed.
 /// - Opened with `MDB_NOTLS`, so read transactions are not tied to threads; stale reader slots
 ///   left by crashed processes are cleared at open.
 /// - Transactions are closure-scoped: ``read(_:)`` and ``write(_:)``. A write commits when its
@@ -42,6 +44,8 @@ public final class Environment: Sendable {
     nonisolated(unsafe) let handle: OpaquePointer
     let gate = ResizeGate()
     private let identity: DirectoryIdentity
+    /// The data and lock files this environment opened.
+    private let files: StoreFiles
     private let databases = Lock<[String: MDB_dbi]>([:])
     private let writerQueue: DispatchQueue
 
@@ -50,6 +54,11 @@ public final class Environment: Sendable {
         self.configuration = configuration
         self.handle = handle
         self.identity = identity
+        // The data file through LMDB's own descriptor; the lock file as the path has it just
+        // after LMDB opened it.
+        var fd: Int32 = -1, info = stat()
+        let data = mdb_env_get_fd(handle, &fd) == 0 && fstat(fd, &info) == 0 ? FileIdentity(info) : nil
+        self.files = StoreFiles(data: data, lock: FileIdentity(path: path + "/lock.mdb"))
         self.maxKeySize = Int(mdb_env_get_maxkeysize(handle))
         var stat = MDB_stat()
         mdb_env_stat(handle, &stat)
@@ -69,7 +78,9 @@ public final class Environment: Sendable {
     /// Throws ``LMDBError`` with kind `missingDirectory` when the directory (or, with
     /// `createDirectoryIfMissing`, its parent) does not exist, `notAnLMDBEnvironment` for a file
     /// or garbage at the path, `readOnly` when the location cannot be written, `versionMismatch`,
-    /// or `alreadyOpen` when this process has the path open with another configuration.
+    /// or `alreadyOpen` when this process has the path open with another configuration, or has
+    /// an environment open on files at the path that were since deleted or replaced (the
+    /// directory's, or a deleted directory's whose inode the path's directory now has).
     public static func open(
         path: String, configuration: EnvironmentConfiguration = EnvironmentConfiguration()
     ) throws(LMDBError) -> Environment {
@@ -85,6 +96,14 @@ public final class Environment: Sendable {
 
         return try EnvironmentRegistry.shared.withEntry(identity) { existing throws(LMDBError) in
             if let existing {
+                // The open environment's files are no longer the path's: returning it would write
+                // to deleted files, and a second environment on the path would not be one per
+                // path. Refused until the earlier environment is closed.
+                guard existing.files == StoreFiles(in: path) else {
+                    throw LMDBError(kind: .alreadyOpen, path: path, operation: "open",
+                                    detail: "this process still has an environment open on store files that were deleted or replaced at this path",
+                                    recovery: "Close every use of the store opened at this path (stop its hosts, drop its stores and environments) before deleting or replacing its files, then open it again")
+                }
                 guard existing.configuration == configuration else {
                     throw LMDBError(kind: .alreadyOpen, path: path, operation: "open",
                                     detail: "this process already has the store open with another configuration",

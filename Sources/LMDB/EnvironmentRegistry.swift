@@ -13,6 +13,42 @@ struct DirectoryIdentity: Hashable, Sendable {
     let inode: UInt64
 }
 
+/// A file, identified by device and inode.
+struct FileIdentity: Hashable, Sendable {
+    let device: UInt64
+    let inode: UInt64
+
+    /// The file at `path` now; `nil` when there is none.
+    init?(path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        self.init(info)
+    }
+
+    init(_ info: stat) {
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+    }
+}
+
+/// The data and lock files of a store: those an open environment opened, or those at its
+/// directory now. They differ when the store's files were deleted (or replaced) under an open
+/// environment, or when the directory was deleted and a new one took its inode.
+struct StoreFiles: Equatable, Sendable {
+    let data: FileIdentity?
+    let lock: FileIdentity?
+
+    init(data: FileIdentity?, lock: FileIdentity?) {
+        self.data = data
+        self.lock = lock
+    }
+
+    /// The files in `directory` now.
+    init(in directory: String) {
+        self.init(data: FileIdentity(path: directory + "/data.mdb"), lock: FileIdentity(path: directory + "/lock.mdb"))
+    }
+}
+
 /// The environments this process has open, one per directory (LMDB forbids opening the same
 /// environment twice in one process: closing either would drop the other's file locks).
 final class EnvironmentRegistry: Sendable {

@@ -36,6 +36,21 @@ struct EnvironmentTests {
         #expect(try child.waitForExit() == 0)
     }
 
+    @Test("opening a path whose store files were deleted while this process has them open is refused with a typed error (not the earlier environment, whose writes would go to the deleted files); the earlier environment still reads its data, and once it is closed the path opens a new store")
+    func storeDeletedWhileOpen() throws {
+        let dir = TemporaryDirectory("deleted-while-open")
+        // In a process of its own: the sanitizers keep tracking mutexes in a deleted lock file's
+        // mapping, and this process runs every other test after it.
+        let child = try ChildProcess(["lmdb-files-replaced", dir.path], mergeStandardError: true)
+        let lines = child.readRemainingLines()
+        #expect(try child.waitForExit() == 0, "\(lines)")
+        #expect(lines == [
+            "opened while open: alreadyOpen, Close every use of the store opened at this path (stop its hosts, drop its stores and environments) before deleting or replacing its files, then open it again",
+            "earlier reads earlier",
+            "after close: sees nothing",
+        ])
+    }
+
     @Test("a closed environment can be opened again and keeps what was committed")
     func reopenAfterClose() throws {
         let dir = TemporaryDirectory("reopen")

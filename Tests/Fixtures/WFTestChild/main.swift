@@ -146,6 +146,27 @@ do {
         group.wait()
         say("done")
 
+    case "lmdb-files-replaced":
+        // lmdb-files-replaced PATH: with an environment open on PATH, deletes the store's files and
+        // opens the path again; reads through the open environment; closes it and opens the path
+        // once more. Prints what each step gave. (In a process of its own: the sanitizers keep
+        // tracking mutexes in a deleted lock file's mapping for as long as the process lives.)
+        let path = arguments[1]
+        do {
+            let earlier = try Environment.open(path: path)
+            let db: Database<UInt64, String> = try earlier.database(named: "kv")
+            try earlier.write { txn in try txn.put("earlier", forKey: 1, in: db) }
+            for file in ["data.mdb", "lock.mdb"] { try FileManager.default.removeItem(atPath: path + "/" + file) }
+            switch Result(catching: { () throws(LMDBError) in try Environment.open(path: path) }) {
+            case .success(let environment): say("opened while open: \(environment === earlier ? "the earlier one" : "another one")")
+            case .failure(let error): say("opened while open: \(error.kind), \(error.recovery)")
+            }
+            say("earlier reads \(try earlier.read { txn in try txn.get(1, in: db) } ?? "nothing")")
+        }
+        let later = try Environment.open(path: path)
+        let laterDB: Database<UInt64, String> = try later.database(named: "kv")
+        say("after close: sees \(try later.read { txn in try txn.get(1, in: laterDB) } ?? "nothing")")
+
     case "lmdb-append-slowly":
         // lmdb-append-slowly PATH COUNT MILLIS: appends COUNT records, one commit each, pausing between.
         let env = try Environment.open(path: arguments[1])
