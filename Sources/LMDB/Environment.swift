@@ -43,13 +43,13 @@ public final class Environment: Sendable {
     // apart from live transactions by `gate`. The pointer itself never changes.
     nonisolated(unsafe) let handle: OpaquePointer
     let gate = ResizeGate()
-    private let identity: DirectoryIdentity
+    private let identity: FileIdentity
     /// The data and lock files this environment opened.
     private let files: StoreFiles
     private let databases = Lock<[String: MDB_dbi]>([:])
     private let writerQueue: DispatchQueue
 
-    private init(path: String, configuration: EnvironmentConfiguration, handle: OpaquePointer, identity: DirectoryIdentity) {
+    private init(path: String, configuration: EnvironmentConfiguration, handle: OpaquePointer, identity: FileIdentity) {
         self.path = path
         self.configuration = configuration
         self.handle = handle
@@ -63,7 +63,7 @@ public final class Environment: Sendable {
         var stat = MDB_stat()
         mdb_env_stat(handle, &stat)
         self.pageSize = UInt(stat.ms_psize)
-        self.dataFileInode = MapLocation.inode(of: path + "/data.mdb")
+        self.dataFileInode = data?.inode ?? 0
         mapStart.store(MapLocation.start(ofFileWithInode: dataFileInode) ?? 0, ordering: .relaxed)
         self.writerQueue = DispatchQueue(label: "lmdb.writer:\(path)")
     }
@@ -92,7 +92,7 @@ public final class Environment: Sendable {
         var info = stat()
         guard stat(path, &info) == 0 else { throw LMDBError.from(code: errno, path: path, operation: "open") }
         guard (info.st_mode & S_IFMT) == S_IFDIR else { throw LMDBError.from(code: ENOTDIR, path: path, operation: "open") }
-        let identity = DirectoryIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        let identity = FileIdentity(info)
 
         return try EnvironmentRegistry.shared.withEntry(identity) { existing throws(LMDBError) in
             if let existing {

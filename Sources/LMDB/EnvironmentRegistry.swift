@@ -7,13 +7,8 @@ import Glibc
 import Darwin
 #endif
 
-/// A store directory, identified by device and inode so that different spellings of one path match.
-struct DirectoryIdentity: Hashable, Sendable {
-    let device: UInt64
-    let inode: UInt64
-}
-
-/// A file, identified by device and inode.
+/// A file or a store directory, identified by device and inode so that different spellings of
+/// one path match.
 struct FileIdentity: Hashable, Sendable {
     let device: UInt64
     let inode: UInt64
@@ -59,7 +54,7 @@ final class EnvironmentRegistry: Sendable {
         let owner: ObjectIdentifier
     }
 
-    private let entries = Lock<[DirectoryIdentity: Entry]>([:])
+    private let entries = Lock<[FileIdentity: Entry]>([:])
 
     /// Returns the live environment for `identity`, or registers the one `open` makes.
     /// While a previous environment for the directory is still closing, waits for it to finish.
@@ -68,7 +63,7 @@ final class EnvironmentRegistry: Sendable {
     /// dropped only after the lock is released: if every other use ended meanwhile, dropping it
     /// closes the environment, whose `deinit` takes the lock to forget it (not recursive).
     func withEntry(
-        _ identity: DirectoryIdentity, _ open: (Environment?) throws(LMDBError) -> Environment
+        _ identity: FileIdentity, _ open: (Environment?) throws(LMDBError) -> Environment
     ) throws(LMDBError) -> Environment {
         while true {
             let (result, live): (Result<Environment, LMDBError>?, Environment?) = entries.withLock { entries in
@@ -89,7 +84,7 @@ final class EnvironmentRegistry: Sendable {
     }
 
     /// Forgets `identity` once the environment that registered it has closed its handle.
-    func remove(_ identity: DirectoryIdentity, ifOwnedBy owner: ObjectIdentifier) {
+    func remove(_ identity: FileIdentity, ifOwnedBy owner: ObjectIdentifier) {
         entries.withLock { entries in
             if entries[identity]?.owner == owner { entries[identity] = nil }
         }

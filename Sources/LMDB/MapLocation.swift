@@ -21,10 +21,4 @@ enum MapLocation {
         }
         return nil
     }
-
-    /// The inode of `path`, or 0.
-    static func inode(of path: String) -> UInt64 {
-        var info = stat()
-        return stat(path, &info) == 0 ? UInt64(info.st_ino) : 0
-    }
 }
