@@ -27,6 +27,8 @@ public final class WorkflowStore: Sendable {
     let pipeline: CommitPipeline
     /// The engine's metrics for this store.
     let metrics: StoreMetrics
+    /// What ``close()`` ends first, while the store is still open (signal centers on it).
+    private let closing = Lock<[@Sendable () -> Void]>([])
 
     /// A store kept by `backend`, recording its swift-metrics (commits, replays; see the README's
     /// "Observability") through `metricsFactory`, by default the one bootstrapped in
@@ -68,12 +70,29 @@ public final class WorkflowStore: Sendable {
         do { try backend.sync() } catch { throw DurableError.storage(error, store: path) }
     }
 
-    /// Syncs every commit made so far and lets the backend go (PostgreSQL: its connections and
-    /// its host's lease, so other hosts may take over at once). Stop every host first; the store
-    /// is not usable after this.
+    /// Has ``close()`` call `handler` first, while the store is still open: what else uses the
+    /// store (a signal center) ends its use then. Hold nothing strongly that holds the store.
+    package func whenClosing(_ handler: @escaping @Sendable () -> Void) {
+        closing.withLock { $0.append(handler) }
+    }
+
+    /// Ends the signal centers opened on it first (`SignalCenter.stop()`); then syncs every
+    /// commit made so far and lets the backend go, whoever else still holds this
+    /// store: PostgreSQL its connections and its host's lease (other hosts may take over at
+    /// once); LMDB its environment, so that the path may be opened again at once, also after the
+    /// store's files were deleted or replaced. Stop every host first: the store is not usable
+    /// after this (on LMDB its calls, and the commits of hosts still running on it, fail with
+    /// `StorageFailure.Kind.closed`). Closing again does nothing. It closes even when the sync
+    /// fails, and then throws that failure.
     public func close() throws(DurableError) {
-        try sync()
+        let ending = closing.withLock { handlers in
+            defer { handlers = [] }
+            return handlers
+        }
+        for end in ending { end() }
+        let synced = Result { () throws(StorageFailure) in try backend.sync() }
         backend.close()
+        if case .failure(let failure) = synced, failure.kind != .closed { throw DurableError.storage(failure, store: path) }
     }
 
     /// Facts about the store: counts, and the backend's sizes.

@@ -23,7 +23,8 @@ import Darwin
 /// - When a write finds the map full, the transaction is aborted, the map doubles (up to
 ///   ``EnvironmentConfiguration/maximumMapSize``) and the closure runs again: keep side effects
 ///   outside write closures, or make them idempotent.
-/// - The environment closes when the last reference to it goes away.
+/// - The environment closes when the last reference to it goes away, or at ``close()``: then
+///   its later uses fail with ``LMDBError/Kind/closed`` and the path may be opened again.
 public final class Environment: Sendable {
     /// The store directory, as given at open.
     public let path: String
@@ -40,9 +41,13 @@ public final class Environment: Sendable {
 
     // MDB_env is safe to share between threads when opened with MDB_NOTLS: transactions are
     // begun from any thread, mdb_env_info/stat/sync are thread-safe, and map resizes are kept
-    // apart from live transactions by `gate`. The pointer itself never changes.
+    // apart from live transactions by `gate`, as is `close()`, after which no use reaches it
+    // (each checks `closed` with the gate held). The pointer itself never changes.
     nonisolated(unsafe) let handle: OpaquePointer
     let gate = ResizeGate()
+    /// Set once, by ``close()`` with the gate held exclusively; every use of `handle` checks it
+    /// with the gate held (shared or exclusive), so none reaches a closed handle.
+    private let closed = Atomic<Bool>(false)
     private let identity: FileIdentity
     /// The data and lock files this environment opened.
     private let files: StoreFiles
@@ -69,8 +74,31 @@ public final class Environment: Sendable {
     }
 
     deinit {
-        mdb_env_close(handle)
+        if !closed.load(ordering: .acquiring) { mdb_env_close(handle) }
         EnvironmentRegistry.shared.remove(identity, ifOwnedBy: ObjectIdentifier(self))
+    }
+
+    /// Closes the environment now, whoever else still holds it: waits for the transactions this
+    /// process has in progress on it, then lets go of its files. Later uses fail with
+    /// ``LMDBError/Kind/closed`` (``lastTransactionID`` reads 0), and opening the path gives a
+    /// new environment, also after the store's files were deleted or replaced. Calling it again
+    /// does nothing. Not from inside one of its transactions' closures: it would wait for itself.
+    public func close() {
+        let closedNow = gate.withExclusive { () -> Bool in
+            guard !closed.load(ordering: .relaxed) else { return false }
+            mdb_env_close(handle)
+            closed.store(true, ordering: .releasing)
+            return true
+        }
+        if closedNow { EnvironmentRegistry.shared.remove(identity, ifOwnedBy: ObjectIdentifier(self)) }
+    }
+
+    /// Whether ``close()`` closed the environment.
+    public var isClosed: Bool { closed.load(ordering: .acquiring) }
+
+    /// Throws ``LMDBError/Kind/closed`` once the environment is closed; call with the gate held.
+    private func requireOpen(_ operation: String) throws(LMDBError) {
+        if closed.load(ordering: .relaxed) { throw LMDBError.closed(path: path, operation: operation) }
     }
 
     /// Opens (or creates) the store at `path`.
@@ -95,14 +123,14 @@ public final class Environment: Sendable {
         let identity = FileIdentity(info)
 
         return try EnvironmentRegistry.shared.withEntry(identity) { existing throws(LMDBError) in
-            if let existing {
+            if let existing, !existing.isClosed {
                 // The open environment's files are no longer the path's: returning it would write
                 // to deleted files, and a second environment on the path would not be one per
                 // path. Refused until the earlier environment is closed.
                 guard existing.files == StoreFiles(in: path) else {
                     throw LMDBError(kind: .alreadyOpen, path: path, operation: "open",
                                     detail: "this process still has an environment open on store files that were deleted or replaced at this path",
-                                    recovery: "Close every use of the store opened at this path (stop its hosts, drop its stores and environments) before deleting or replacing its files, then open it again")
+                                    recovery: "Close the store opened at this path before deleting or replacing its files (stop its hosts, then WorkflowStore.close() or Environment.close()), then open it again")
                 }
                 guard existing.configuration == configuration else {
                     throw LMDBError(kind: .alreadyOpen, path: path, operation: "open",
@@ -171,6 +199,7 @@ public final class Environment: Sendable {
     public func read<R>(_ body: (borrowing ReadTransaction) throws -> R) throws -> R {
         while true {
             let outcome: ReadOutcome<R> = try gate.withShared { () throws -> ReadOutcome<R> in
+                try requireOpen("begin a read transaction")
                 var txn: OpaquePointer?
                 let rc = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn)
                 if rc == MDB_MAP_RESIZED { return .retryAfterResize }
@@ -202,6 +231,7 @@ public final class Environment: Sendable {
         try requireWritable("begin a write transaction")
         while true {
             let outcome: WriteOutcome<R> = try gate.withShared { () throws -> WriteOutcome<R> in
+                try requireOpen("begin a write transaction")
                 var txn: OpaquePointer?
                 var rc = mdb_txn_begin(handle, nil, 0, &txn)
                 if rc == MDB_MAP_RESIZED { return .retryAfterResize }
@@ -293,6 +323,7 @@ public final class Environment: Sendable {
     /// Doubles the map (bounded by the maximum) unless another thread already grew it past `size`.
     private func grow(from size: Int) throws(LMDBError) {
         try gate.withExclusive { () throws(LMDBError) in
+            try requireOpen("grow the map")
             let current = currentMapSize()
             guard current <= size else { return }
             guard current < configuration.maximumMapSize else {
@@ -310,6 +341,7 @@ public final class Environment: Sendable {
     /// Adopts the map size another process set (`MDB_MAP_RESIZED`).
     private func adoptResize() throws(LMDBError) {
         try gate.withExclusive { () throws(LMDBError) in
+            try requireOpen("adopt the new map size")
             let rc = mdb_env_set_mapsize(handle, 0)
             guard rc == 0 else { throw LMDBError.from(code: rc, path: path, operation: "adopt the new map size") }
             mapStart.store(MapLocation.start(ofFileWithInode: dataFileInode) ?? 0, ordering: .relaxed)
@@ -341,6 +373,7 @@ public final class Environment: Sendable {
     /// A handle opened in a read-only transaction survives only if that transaction commits.
     private func openDatabaseReadOnly(_ name: String, _ flags: DatabaseFlags) throws(LMDBError) -> MDB_dbi {
         try gate.withShared { () throws(LMDBError) -> MDB_dbi in
+            try requireOpen("open database '\(name)'")
             var txn: OpaquePointer?
             let rc = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn)
             guard rc == 0, let txn else { throw LMDBError.from(code: rc, path: path, operation: "open database '\(name)'") }
@@ -384,37 +417,49 @@ public final class Environment: Sendable {
     /// still sees the previous snapshot. `lastTransactionID > lastReadTransaction.id` is the
     /// reliable test for "there is something I have not read".
     public var lastTransactionID: UInt64 {
-        var info = MDB_envinfo()
-        mdb_env_info(handle, &info)
-        return UInt64(info.me_last_txnid)
+        gate.withShared { () -> UInt64 in
+            guard !closed.load(ordering: .relaxed) else { return 0 }
+            var info = MDB_envinfo()
+            mdb_env_info(handle, &info)
+            return UInt64(info.me_last_txnid)
+        }
     }
 
     /// Map size, pages used, readers and the last transaction id.
-    public func info() -> EnvironmentInfo {
-        var info = MDB_envinfo()
-        mdb_env_info(handle, &info)
-        var stat = MDB_stat()
-        mdb_env_stat(handle, &stat)
-        return EnvironmentInfo(
-            mapSize: info.me_mapsize, pageSize: Int(stat.ms_psize),
-            lastPageNumber: info.me_last_pgno, lastTransactionID: UInt64(info.me_last_txnid),
-            maxReaders: Int(info.me_maxreaders), readersInUse: Int(info.me_numreaders)
-        )
+    public func info() throws(LMDBError) -> EnvironmentInfo {
+        try gate.withShared { () throws(LMDBError) -> EnvironmentInfo in
+            try requireOpen("read the environment's facts")
+            var info = MDB_envinfo()
+            mdb_env_info(handle, &info)
+            var stat = MDB_stat()
+            mdb_env_stat(handle, &stat)
+            return EnvironmentInfo(
+                mapSize: info.me_mapsize, pageSize: Int(stat.ms_psize),
+                lastPageNumber: info.me_last_pgno, lastTransactionID: UInt64(info.me_last_txnid),
+                maxReaders: Int(info.me_maxreaders), readersInUse: Int(info.me_numreaders)
+            )
+        }
     }
 
     /// Flushes buffers to disk; needed only with `noSync` or `noMetaSync` durability.
     public func sync(force: Bool = true) throws(LMDBError) {
-        let rc = mdb_env_sync(handle, force ? 1 : 0)
-        guard rc == 0 else { throw LMDBError.from(code: rc, path: path, operation: "sync") }
+        try gate.withShared { () throws(LMDBError) in
+            try requireOpen("sync")
+            let rc = mdb_env_sync(handle, force ? 1 : 0)
+            guard rc == 0 else { throw LMDBError.from(code: rc, path: path, operation: "sync") }
+        }
     }
 
     /// Clears reader slots left by processes that died; returns how many were cleared.
     @discardableResult
     public func clearStaleReaders() throws(LMDBError) -> Int {
-        var dead: Int32 = 0
-        let rc = mdb_reader_check(handle, &dead)
-        guard rc == 0 else { throw LMDBError.from(code: rc, path: path, operation: "check readers") }
-        return Int(dead)
+        try gate.withShared { () throws(LMDBError) -> Int in
+            try requireOpen("check readers")
+            var dead: Int32 = 0
+            let rc = mdb_reader_check(handle, &dead)
+            guard rc == 0 else { throw LMDBError.from(code: rc, path: path, operation: "check readers") }
+            return Int(dead)
+        }
     }
 
     /// Writes a consistent copy of the store into the directory `destination` (created if
@@ -424,8 +469,11 @@ public final class Environment: Sendable {
         if mkdir(destination, 0o755) != 0 && errno != EEXIST {
             throw LMDBError.from(code: errno, path: destination, operation: "create the copy's directory")
         }
-        let rc = mdb_env_copy2(handle, destination, compact ? UInt32(MDB_CP_COMPACT) : 0)
-        guard rc == 0 else { throw LMDBError.from(code: rc, path: destination, operation: "copy \(path)") }
+        try gate.withShared { () throws(LMDBError) in
+            try requireOpen("copy the store")
+            let rc = mdb_env_copy2(handle, destination, compact ? UInt32(MDB_CP_COMPACT) : 0)
+            guard rc == 0 else { throw LMDBError.from(code: rc, path: destination, operation: "copy \(path)") }
+        }
     }
 }
 

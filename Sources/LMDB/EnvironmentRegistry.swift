@@ -49,14 +49,24 @@ struct StoreFiles: Equatable, Sendable {
 final class EnvironmentRegistry: Sendable {
     static let shared = EnvironmentRegistry()
 
-    private struct Entry {
-        weak var environment: Environment?
+    /// A class, not a struct: Swift 6.3's debug builds miscompile `entries[key]?.owner` for a
+    /// missing key when the value is a struct holding a `weak` reference (the absent value's
+    /// uninitialized weak reference is copied, and the process crashes). A reference to an
+    /// entry holds no weak reference of its own to copy.
+    private final class Entry: Sendable {
+        weak let environment: Environment?
         let owner: ObjectIdentifier
+
+        init(environment: Environment) {
+            self.environment = environment
+            owner = ObjectIdentifier(environment)
+        }
     }
 
     private let entries = Lock<[FileIdentity: Entry]>([:])
 
-    /// Returns the live environment for `identity`, or registers the one `open` makes.
+    /// Returns the live environment for `identity`, or registers the one `open` makes (given the
+    /// live one, it makes a new one when that one was closed).
     /// While a previous environment for the directory is still closing, waits for it to finish.
     ///
     /// The strong reference to the live environment taken inside the lock is handed out and
@@ -69,11 +79,16 @@ final class EnvironmentRegistry: Sendable {
             let (result, live): (Result<Environment, LMDBError>?, Environment?) = entries.withLock { entries in
                 if let entry = entries[identity] {
                     guard let live = entry.environment else { return (nil, nil) }  // still closing
-                    return (Result { () throws(LMDBError) in try open(live) }, live)
+                    let result = Result { () throws(LMDBError) in try open(live) }
+                    // A closed environment is not the path's: `open` made a new one in its place.
+                    if case .success(let environment) = result, environment !== live {
+                        entries[identity] = Entry(environment: environment)
+                    }
+                    return (result, live)
                 }
                 let result = Result { () throws(LMDBError) in try open(nil) }
                 if case .success(let environment) = result {
-                    entries[identity] = Entry(environment: environment, owner: ObjectIdentifier(environment))
+                    entries[identity] = Entry(environment: environment)
                 }
                 return (result, nil)
             }

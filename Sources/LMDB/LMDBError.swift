@@ -45,6 +45,8 @@ public struct LMDBError: Error, Sendable, Equatable, CustomStringConvertible {
         case decodingFailed
         /// A value was not of an acceptable size (e.g. an append key out of order or empty).
         case badValue
+        /// The environment was closed (``Environment/close()``): open the path again to use the store.
+        case closed
         /// Any other LMDB or OS error; see `code`.
         case other
 
@@ -92,6 +94,12 @@ public struct LMDBError: Error, Sendable, Equatable, CustomStringConvertible {
         return text
     }
 
+
+    /// The error of an operation on an environment that was closed.
+    static func closed(path: String, operation: String) -> LMDBError {
+        LMDBError(kind: .closed, path: path, operation: operation, detail: "the environment was closed",
+                  recovery: "Open the path again (Environment.open) for a new environment on the store")
+    }
 
     /// Maps an LMDB or errno return code to a typed error.
     static func from(code rc: Int32, path: String, operation: String) -> LMDBError {

@@ -4,10 +4,13 @@ import Glibc
 import Darwin
 #endif
 
-/// A process-local reader/writer lock that keeps map resizes apart from live transactions.
+/// A process-local reader/writer lock that keeps map resizes, and the environment's close, apart
+/// from live transactions.
 ///
-/// LMDB's `mdb_env_set_mapsize` may only run while this process has no transaction open. Every
-/// transaction holds the gate shared for its whole life; a resize holds it exclusively.
+/// LMDB's `mdb_env_set_mapsize` may only run while this process has no transaction open, and
+/// `mdb_env_close` while nothing uses the environment. Every transaction (and every other use of
+/// the environment's handle) holds the gate shared for its whole life; a resize or a close holds
+/// it exclusively.
 final class ResizeGate: Sendable {
     // The lock lives at a stable heap address for the object's whole life; pthread rwlocks are
     // designed for concurrent use from many threads, so sharing the pointer is safe.

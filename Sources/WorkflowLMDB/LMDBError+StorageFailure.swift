@@ -13,6 +13,7 @@ extension LMDBError {
         case .versionMismatch, .incompatible: .incompatible
         case .alreadyOpen, .readersFull, .databasesFull: .busy
         case .keyTooLong, .badValue: .invalidInput
+        case .closed: .closed
         case .other: .other
         }
         return StorageFailure(kind: kind, backend: "LMDB", location: path, operation: operation,

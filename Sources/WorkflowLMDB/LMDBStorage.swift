@@ -152,7 +152,16 @@ public final class LMDBStorage: StorageBackend {
     // MARK: Durability
 
     public func sync() throws(StorageFailure) {
+        guard !isReadOnly else { return }
         do { try environment.sync(force: true) } catch { throw error.storageFailure }
+    }
+
+    /// Closes the environment now (its signals' too, which share it), whoever else still holds
+    /// this storage: later calls fail with ``StorageFailure/Kind/closed``, and the path may be
+    /// opened again, also after the store's files were deleted or replaced.
+    public func close() {
+        syncTask.withLock { $0?.cancel() }
+        environment.close()
     }
 
     public func syncPeriodically(every interval: Duration) {
@@ -171,9 +180,9 @@ public final class LMDBStorage: StorageBackend {
     // MARK: Operations
 
     public func statistics() throws(StorageFailure) -> StorageStatistics {
-        let info = environment.info()
         return try call {
-            try environment.read { txn in
+            let info = try environment.info()
+            return try environment.read { txn in
                 StorageStatistics(
                     backend: name, formatVersion: Self.formatVersion, instances: try txn.count(of: layout.instances),
                     logEntries: try txn.count(of: layout.log) + txn.count(of: layout.journal), snapshots: try txn.count(of: layout.snapshots),

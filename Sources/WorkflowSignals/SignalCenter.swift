@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Tracing
 import Workflow
+import WorkflowLocks
 import WorkflowStorage
 
 /// Persistent, versioned signals shared by the processes of one host through one store (rules S1-S6).
@@ -29,6 +30,8 @@ public final class SignalCenter: Sendable {
     let dispatcher: SignalDispatcher
     /// The workflow store whose backend keeps the signals.
     public let store: WorkflowStore
+    /// Whether ``stop()`` was called.
+    private let stopped = Lock(false)
 
     private init(store: WorkflowStore, processIdentity: String, runID: String, configuration: SignalConfiguration) throws(SignalError) {
         self.store = store
@@ -67,11 +70,20 @@ public final class SignalCenter: Sendable {
             }
         }
         center.dispatcher.start(center: center)
+        // Closing the store ends the run first, while its consumers can still be removed.
+        store.whenClosing { [weak center] in try? center?.stop() }
         return center
     }
 
-    /// Ends this run: its run-scoped consumers are removed and the dispatcher stops.
+    /// Ends this run: its run-scoped consumers are removed and the dispatcher stops. Once it has
+    /// (also when the store's ``WorkflowStore/close()`` ended it), calling it again does nothing.
+    /// A run whose consumers could not be removed (the store failed) has them removed at the
+    /// next open of the store by this process identity (the run is over).
     public func stop() throws {
+        guard stopped.withLock({ stopped in
+            defer { stopped = true }
+            return !stopped
+        }) else { return }
         dispatcher.stop()
         RunLiveness.end(runID)
         guard !store.backend.isReadOnly else { return }

@@ -109,9 +109,9 @@ public protocol StorageBackend: AnyObject, Sendable {
     func checkStructure(progress: (String) -> Void) -> [StoreDamage]
     /// Writes a compact, consistent copy of the whole store to `destination`.
     func copy(to destination: String) throws(StorageFailure)
-    /// Lets go of what the backend holds beyond memory (connections, a host's lease) once no
-    /// host runs; calls after this may fail. The default does nothing: an LMDB environment is
-    /// closed when its last reference goes.
+    /// Lets go of what the backend holds beyond memory (connections, a host's lease, an open
+    /// LMDB environment) once no host runs, whoever still holds the backend; calls after this
+    /// may fail (LMDB: with ``StorageFailure/Kind/closed``). The default does nothing.
     func close()
 }
 

@@ -26,6 +26,8 @@ public struct StorageFailure: Error, Sendable, CustomStringConvertible {
         case busy
         /// The store's server cannot be reached (it is down, or the network is): retry later.
         case unavailable
+        /// The store was closed in this process (`WorkflowStore.close()`): open it again to use it.
+        case closed
         /// A key or value the backend cannot store (too long, empty, out of order).
         case invalidInput
         /// Anything else; see `underlying`.

@@ -29,6 +29,17 @@ struct StartResumeTests {
         #expect(try store.instance(id: "c1")?.lastSequence == 12)
     }
 
+    @Test("a closed store lets go of its files at once, even while a stopped host's worker is still ending and the process holds the host and the store: its files can be deleted and a new store opened at the path; the closed store then fails with a typed error")
+    func storeReplacedAfterClose() throws {
+        let dir = TemporaryDirectory("replaced-after-stop")
+        // In a process of its own: the sanitizers keep tracking mutexes in a deleted lock file's
+        // mapping, and this process runs every other test after it.
+        let child = try ChildProcess(["lmdb-store-replaced-after-close", dir.path], mergeStandardError: true)
+        let lines = child.readRemainingLines()
+        #expect(try child.waitForExit() == 0, "\(lines)")
+        #expect(lines == ["reopened: 0 instances", "closed store: storage, closed"])
+    }
+
     @Test("each log entry records sequence, node path, tag and version, payload, time and origin")
     func entriesDescribeActions() throws {
         let dir = TemporaryDirectory("durable-entries")

@@ -45,10 +45,53 @@ struct EnvironmentTests {
         let lines = child.readRemainingLines()
         #expect(try child.waitForExit() == 0, "\(lines)")
         #expect(lines == [
-            "opened while open: alreadyOpen, Close every use of the store opened at this path (stop its hosts, drop its stores and environments) before deleting or replacing its files, then open it again",
+            "opened while open: alreadyOpen, Close the store opened at this path before deleting or replacing its files (stop its hosts, then WorkflowStore.close() or Environment.close()), then open it again",
             "earlier reads earlier",
             "after close: sees nothing",
         ])
+    }
+
+    @Test("close() closes at once while the environment is still held: its later uses fail with `closed`, closing again does nothing, and opening the path gives a new environment that reads what was committed")
+    func closeWhileHeld() throws {
+        let dir = TemporaryDirectory("close-held")
+        let env = try Environment.open(path: dir.path)
+        let db: Database<UInt64, String> = try env.database(named: "kv")
+        try env.write { txn in try txn.put("kept", forKey: 1, in: db) }
+        env.close()
+        env.close()
+        #expect(env.isClosed)
+        expectLMDBError(.closed) { _ = try env.read { txn in try txn.get(1, in: db) } }
+        expectLMDBError(.closed) { try env.write { txn in try txn.put("lost", forKey: 2, in: db) } }
+        expectLMDBError(.closed) { _ = try env.info() }
+        expectLMDBError(.closed) { try env.sync() }
+        expectLMDBError(.closed) { _ = try env.database(named: "other") as Database<UInt64, String> }
+        #expect(env.lastTransactionID == 0)
+        let reopened = try Environment.open(path: dir.path)
+        #expect(reopened !== env)
+        let again: Database<UInt64, String> = try reopened.database(named: "kv")
+        #expect(try reopened.read { txn in [try txn.get(1, in: again), try txn.get(2, in: again)] } == ["kept", nil])
+    }
+
+    @Test("close() waits for a transaction in progress on another thread, which completes; the transactions after it fail with `closed`")
+    func closeWaitsForTransaction() async throws {
+        let dir = TemporaryDirectory("close-waits")
+        let env = try Environment.open(path: dir.path)
+        let db: Database<UInt64, String> = try env.database(named: "kv")
+        let inside = DispatchSemaphore(value: 0)
+        let writing = Task.detached {
+            try env.write { txn in
+                inside.signal()
+                usleep(200_000)
+                try txn.put("committed", forKey: 1, in: db)
+            }
+        }
+        inside.wait()
+        env.close()
+        try await writing.value
+        expectLMDBError(.closed) { try env.write { txn in try txn.put("refused", forKey: 2, in: db) } }
+        let reopened = try Environment.open(path: dir.path)
+        let again: Database<UInt64, String> = try reopened.database(named: "kv")
+        #expect(try reopened.read { txn in [try txn.get(1, in: again), try txn.get(2, in: again)] } == ["committed", nil])
     }
 
     @Test("a closed environment can be opened again and keeps what was committed")
@@ -91,7 +134,7 @@ struct EnvironmentTests {
         try env.write { txn throws in
             for key: UInt64 in 1...100 { try txn.append([UInt8](repeating: 1, count: 100), forKey: key, in: db) }
         }
-        let info = env.info()
+        let info = try env.info()
         #expect(info.mapSize == 1 << 20)
         #expect(info.pageSize >= 4096)
         #expect(info.usedBytes > 100 * 100)

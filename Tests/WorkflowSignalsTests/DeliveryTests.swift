@@ -136,6 +136,20 @@ struct DeliveryTests {
         withExtendedLifetime(other) {}
     }
 
+    @Test("closing the store ends its signal centers first: the run's consumers are removed while the store is open, and the center's stop() afterwards does nothing")
+    func closingTheStoreStopsItsCenters() throws {
+        let dir = TemporaryDirectory("sig-close")
+        let signal = SignalID()
+        let store = try WorkflowStore.open(path: dir.path)
+        let center = try SignalCenter.open(store: store, processIdentity: "service", runID: "run-1")
+        try center.register(signal, owner: "run-consumer")
+        try center.register(signal, owner: "durable", scope: .durable)
+        try store.close()
+        try center.stop()
+        let reopened = try SignalCenter.open(path: dir.path, processIdentity: "other", runID: "run-2")
+        #expect(try reopened.consumers().map(\.owner) == ["durable"])
+    }
+
     @Test("a consumer registered after versions were posted gets the retained ones; older versions are pruned")
     func retention() throws {
         let dir = TemporaryDirectory("sig-retain")

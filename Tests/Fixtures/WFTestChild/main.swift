@@ -167,6 +167,33 @@ do {
         let laterDB: Database<UInt64, String> = try later.database(named: "kv")
         say("after close: sees \(try later.read { txn in try txn.get(1, in: laterDB) } ?? "nothing")")
 
+    case "lmdb-store-replaced-after-close":
+        // lmdb-store-replaced-after-close PATH: runs a host whose worker takes 5 s to end once
+        // cancelled, stops it (stopAndWait) and closes the store, still holding both; deletes
+        // the store's files and opens a store at PATH again; then uses the closed store. Prints
+        // what each step gave.
+        let path = arguments[1]
+        let store = try WorkflowStore.open(path: path)
+        let host = try store.start(Lingering(seconds: 5), id: "lingering", configuration: DurableConfiguration(actions: Lingering.actions))
+        let stopped = DispatchSemaphore(value: 0)
+        Task.detached { await host.stopAndWait(); stopped.signal() }
+        stopped.wait()
+        try store.close()
+        for file in ["data.mdb", "lock.mdb"] { try FileManager.default.removeItem(atPath: path + "/" + file) }
+        do {
+            let reopened = try WorkflowStore.open(path: path)
+            say("reopened: \(try reopened.instances().count) instances")
+        } catch {
+            say("reopen failed: \(error)")
+        }
+        do {
+            _ = try store.instances()
+            say("closed store listed instances")
+        } catch let error as DurableError {
+            say("closed store: \(error.kind), \(error.storageFailure.map { "\($0.kind)" } ?? "-")")
+        }
+        withExtendedLifetime(host) {}
+
     case "lmdb-append-slowly":
         // lmdb-append-slowly PATH COUNT MILLIS: appends COUNT records, one commit each, pausing between.
         let env = try Environment.open(path: arguments[1])
@@ -189,14 +216,14 @@ do {
         for sequence in 1...(megabytes * 16) {
             try env.write { txn in try txn.put(RecordPattern.bytes(for: sequence, size: 64 << 10), forKey: sequence, in: db) }
         }
-        say("filled \(env.info().mapSize)")
+        say("filled \(try env.info().mapSize)")
 
     case "lmdb-hold-read":
         // lmdb-hold-read PATH: opens a read transaction and holds it until killed.
         let env = try Environment.open(path: arguments[1])
         let db: Database<UInt64, [UInt8]> = try env.database(named: "records")
         try env.read { txn in
-            say("holding \(try txn.count(of: db)) \(env.info().readersInUse)")
+            say("holding \(try txn.count(of: db)) \(try env.info().readersInUse)")
             while true { sleep(60) }
         }
 
