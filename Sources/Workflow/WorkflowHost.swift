@@ -167,7 +167,11 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
         runtime.whenStopped(handler)
     }
 
-    /// Stops (see ``stop()``) and returns once everything has ended.
+    /// Stops (see ``stop()``) and returns once the host has: its nodes ended, its workers
+    /// cancelled, its side effects' lifetimes ended, and (a durable host) what it held committed
+    /// and its instance released. A worker that does not heed cancellation may still be running
+    /// then; what it emits is discarded. The host still holds its durable store until it is
+    /// gone: to let go of the store's files at once, close the store (`WorkflowStore.close()`).
     public func stopAndWait() async {
         await withCheckedContinuation { continuation in runtime.enqueue(.stop(Waiter(continuation))) }
     }

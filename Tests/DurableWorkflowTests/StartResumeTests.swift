@@ -40,6 +40,22 @@ struct StartResumeTests {
         #expect(lines == ["reopened: 0 instances", "closed store: storage, closed"])
     }
 
+    @Test("closing the store under a running host fails the host at its next commit with a typed error (kind closed), nothing of it written; the store opened again resumes the instance as it was committed")
+    func closeUnderRunningHost() async throws {
+        let dir = TemporaryDirectory("close-under-host")
+        let store = try WorkflowStore.open(path: dir.path)
+        let host = try store.start(DurableCounter(), id: "c1", configuration: counterConfiguration())
+        #expect(await host.rendering.sink.sendAndWait(.init(amount: 1)))
+        try store.close()
+        #expect(await host.rendering.sink.sendAndWait(.init(amount: 5)) == false)
+        let failure = host.failure as? DurableError
+        #expect(failure?.kind == .storage)
+        #expect(failure?.storageFailure?.kind == .closed)
+        let reopened = try WorkflowStore.open(path: dir.path)
+        let resumed = try reopened.resume(id: "c1", as: DurableCounter.self, configuration: counterConfiguration())
+        #expect(resumed.rendering.state == .init(count: 1, applied: 1))
+    }
+
     @Test("each log entry records sequence, node path, tag and version, payload, time and origin")
     func entriesDescribeActions() throws {
         let dir = TemporaryDirectory("durable-entries")
