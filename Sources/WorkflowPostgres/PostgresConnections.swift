@@ -52,7 +52,8 @@ final class PostgresConnections: Sendable {
         }
     }
 
-    /// Closes every idle connection; calls after this open none.
+    /// Closes every idle connection and keeps none from then on: a call after this opens a
+    /// connection of its own, closed when the call ends.
     func close() {
         let idle = state.withLock { state -> [PostgresConnection] in
             state.closed = true
