@@ -84,13 +84,13 @@ public final class Environment: Sendable {
     /// new environment, also after the store's files were deleted or replaced. Calling it again
     /// does nothing. Not from inside one of its transactions' closures: it would wait for itself.
     public func close() {
-        let closedNow = gate.withExclusive { () -> Bool in
-            guard !closed.load(ordering: .relaxed) else { return false }
+        gate.withExclusive {
+            guard !closed.load(ordering: .relaxed) else { return }
+            // Forgotten before it is closed, so the registry never hands out a closed environment.
+            EnvironmentRegistry.shared.remove(identity, ifOwnedBy: ObjectIdentifier(self))
             mdb_env_close(handle)
             closed.store(true, ordering: .releasing)
-            return true
         }
-        if closedNow { EnvironmentRegistry.shared.remove(identity, ifOwnedBy: ObjectIdentifier(self)) }
     }
 
     /// Whether ``close()`` closed the environment.
@@ -99,6 +99,14 @@ public final class Environment: Sendable {
     /// Throws ``LMDBError/Kind/closed`` once the environment is closed; call with the gate held.
     private func requireOpen(_ operation: String) throws(LMDBError) {
         if closed.load(ordering: .relaxed) { throw LMDBError.closed(path: path, operation: operation) }
+    }
+
+    /// Runs `body` with the gate held shared, once ``requireOpen(_:)`` passed for `operation`.
+    private func whileOpen<R>(_ operation: String, _ body: () throws(LMDBError) -> R) throws(LMDBError) -> R {
+        try gate.withShared { () throws(LMDBError) -> R in
+            try requireOpen(operation)
+            return try body()
+        }
     }
 
     /// Opens (or creates) the store at `path`.
@@ -123,7 +131,7 @@ public final class Environment: Sendable {
         let identity = FileIdentity(info)
 
         return try EnvironmentRegistry.shared.withEntry(identity) { existing throws(LMDBError) in
-            if let existing, !existing.isClosed {
+            if let existing {
                 // The open environment's files are no longer the path's: returning it would write
                 // to deleted files, and a second environment on the path would not be one per
                 // path. Refused until the earlier environment is closed.
@@ -372,8 +380,7 @@ public final class Environment: Sendable {
 
     /// A handle opened in a read-only transaction survives only if that transaction commits.
     private func openDatabaseReadOnly(_ name: String, _ flags: DatabaseFlags) throws(LMDBError) -> MDB_dbi {
-        try gate.withShared { () throws(LMDBError) -> MDB_dbi in
-            try requireOpen("open database '\(name)'")
+        try whileOpen("open database '\(name)'") { () throws(LMDBError) -> MDB_dbi in
             var txn: OpaquePointer?
             let rc = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn)
             guard rc == 0, let txn else { throw LMDBError.from(code: rc, path: path, operation: "open database '\(name)'") }
@@ -427,8 +434,7 @@ public final class Environment: Sendable {
 
     /// Map size, pages used, readers and the last transaction id.
     public func info() throws(LMDBError) -> EnvironmentInfo {
-        try gate.withShared { () throws(LMDBError) -> EnvironmentInfo in
-            try requireOpen("read the environment's facts")
+        try whileOpen("read the environment's facts") { () throws(LMDBError) -> EnvironmentInfo in
             var info = MDB_envinfo()
             mdb_env_info(handle, &info)
             var stat = MDB_stat()
@@ -443,8 +449,7 @@ public final class Environment: Sendable {
 
     /// Flushes buffers to disk; needed only with `noSync` or `noMetaSync` durability.
     public func sync(force: Bool = true) throws(LMDBError) {
-        try gate.withShared { () throws(LMDBError) in
-            try requireOpen("sync")
+        try whileOpen("sync") { () throws(LMDBError) in
             let rc = mdb_env_sync(handle, force ? 1 : 0)
             guard rc == 0 else { throw LMDBError.from(code: rc, path: path, operation: "sync") }
         }
@@ -453,8 +458,7 @@ public final class Environment: Sendable {
     /// Clears reader slots left by processes that died; returns how many were cleared.
     @discardableResult
     public func clearStaleReaders() throws(LMDBError) -> Int {
-        try gate.withShared { () throws(LMDBError) -> Int in
-            try requireOpen("check readers")
+        try whileOpen("check readers") { () throws(LMDBError) -> Int in
             var dead: Int32 = 0
             let rc = mdb_reader_check(handle, &dead)
             guard rc == 0 else { throw LMDBError.from(code: rc, path: path, operation: "check readers") }
@@ -469,8 +473,7 @@ public final class Environment: Sendable {
         if mkdir(destination, 0o755) != 0 && errno != EEXIST {
             throw LMDBError.from(code: errno, path: destination, operation: "create the copy's directory")
         }
-        try gate.withShared { () throws(LMDBError) in
-            try requireOpen("copy the store")
+        try whileOpen("copy the store") { () throws(LMDBError) in
             let rc = mdb_env_copy2(handle, destination, compact ? UInt32(MDB_CP_COMPACT) : 0)
             guard rc == 0 else { throw LMDBError.from(code: rc, path: destination, operation: "copy \(path)") }
         }

@@ -65,8 +65,8 @@ final class EnvironmentRegistry: Sendable {
 
     private let entries = Lock<[FileIdentity: Entry]>([:])
 
-    /// Returns the live environment for `identity`, or registers the one `open` makes (given the
-    /// live one, it makes a new one when that one was closed).
+    /// Returns the live environment for `identity`, or registers the one `open` makes (a closed
+    /// environment is forgotten as it closes).
     /// While a previous environment for the directory is still closing, waits for it to finish.
     ///
     /// The strong reference to the live environment taken inside the lock is handed out and
@@ -79,12 +79,7 @@ final class EnvironmentRegistry: Sendable {
             let (result, live): (Result<Environment, LMDBError>?, Environment?) = entries.withLock { entries in
                 if let entry = entries[identity] {
                     guard let live = entry.environment else { return (nil, nil) }  // still closing
-                    let result = Result { () throws(LMDBError) in try open(live) }
-                    // A closed environment is not the path's: `open` made a new one in its place.
-                    if case .success(let environment) = result, environment !== live {
-                        entries[identity] = Entry(environment: environment)
-                    }
-                    return (result, live)
+                    return (Result { () throws(LMDBError) in try open(live) }, live)
                 }
                 let result = Result { () throws(LMDBError) in try open(nil) }
                 if case .success(let environment) = result {
@@ -98,7 +93,8 @@ final class EnvironmentRegistry: Sendable {
         }
     }
 
-    /// Forgets `identity` once the environment that registered it has closed its handle.
+    /// Forgets `identity` when the environment that registered it closes: in `close()` (with its
+    /// gate held: nothing takes a gate while holding this lock), or in its `deinit`.
     func remove(_ identity: FileIdentity, ifOwnedBy owner: ObjectIdentifier) {
         entries.withLock { entries in
             if entries[identity]?.owner == owner { entries[identity] = nil }
