@@ -80,10 +80,10 @@ public final class WorkflowStore: Sendable {
     /// commit made so far and lets the backend go, whoever else still holds this
     /// store: PostgreSQL its connections and its host's lease (other hosts may take over at
     /// once); LMDB its environment, so that the path may be opened again at once, also after the
-    /// store's files were deleted or replaced. Stop every host first: the store is not usable
-    /// after this (on LMDB its calls, and the commits of hosts still running on it, fail with
-    /// `StorageFailure.Kind.closed`). Closing again does nothing. It closes even when the sync
-    /// fails, and then throws that failure.
+    /// store's files were deleted or replaced; an in-memory store its contents. Stop every host
+    /// first: the store is not usable after this (its calls, and the commits of hosts still
+    /// running on it, fail with `StorageFailure.Kind.closed`, on every backend). Closing again
+    /// does nothing. It closes even when the sync fails, and then throws that failure.
     public func close() throws(DurableError) {
         let ending = closing.withLock { handlers in
             defer { handlers = [] }

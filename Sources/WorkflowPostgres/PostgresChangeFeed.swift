@@ -55,6 +55,16 @@ final class PostgresChanges: Sendable {
 
     var position: UInt64 { counter.load(ordering: .acquiring) }
 
+    /// Closes the listening connection (the store was closed; its pool opens no other).
+    func close() {
+        guard let listener = state.withLock({ state -> PostgresConnection? in
+            defer { state.listener = nil }
+            return state.listener
+        }) else { return }
+        let closing: EventLoopFuture<Void> = listener.close()
+        closing.whenComplete { _ in withExtendedLifetime(listener) {} }
+    }
+
     /// This process committed something.
     func noteCommit() {
         counter.add(1, ordering: .releasing)

@@ -32,8 +32,14 @@ final class PostgresConnections: Sendable {
         close()
     }
 
+    /// The pool was closed (the store was closed in this process): it opens no connection.
+    struct Closed: Error {}
+
+    /// Whether ``close()`` was called.
+    var isClosed: Bool { state.withLock { $0.closed } }
+
     /// Runs `body` with a connection of its own. A `PSQLError` that says the connection broke
-    /// retires it; the error is rethrown as it is.
+    /// retires it; the error is rethrown as it is. Throws ``Closed`` once the pool is closed.
     func with<Result>(_ body: (PostgresConnection) throws -> Result) throws -> Result {
         slots.wait()
         defer { slots.signal() }
@@ -52,8 +58,8 @@ final class PostgresConnections: Sendable {
         }
     }
 
-    /// Closes every idle connection and keeps none from then on: a call after this opens a
-    /// connection of its own, closed when the call ends.
+    /// Closes every idle connection; from then on, no call gets one (``Closed``). A call in
+    /// progress ends as it would have, and its connection is closed when it gives it back.
     func close() {
         let idle = state.withLock { state -> [PostgresConnection] in
             state.closed = true
@@ -64,6 +70,7 @@ final class PostgresConnections: Sendable {
     }
 
     private func take() throws -> PostgresConnection {
+        if isClosed { throw Closed() }
         while let connection = state.withLock({ $0.idle.popLast() }) {
             if !connection.isClosed { return connection }
             Self.closeInBackground(connection)
@@ -71,8 +78,10 @@ final class PostgresConnections: Sendable {
         return try open()
     }
 
-    /// A new connection of the caller's own, outside the pool (the caller closes it).
+    /// A new connection of the caller's own, outside the pool (the caller closes it); throws
+    /// ``Closed`` once the pool is closed.
     func open() throws -> PostgresConnection {
+        if isClosed { throw Closed() }
         let id = nextID.withLock { id -> Int in
             id += 1
             return id

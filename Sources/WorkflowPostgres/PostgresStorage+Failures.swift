@@ -6,6 +6,10 @@ extension PostgresStorage {
     /// `error` (from postgres-nio, NIO or the store's own checks) as a ``StorageFailure`` of
     /// `operation`, by SQLSTATE for the server's errors; the driver's error is the underlying one.
     func storageFailure(_ error: any Error, operation: String) -> StorageFailure {
+        if error is PostgresConnections.Closed {
+            return failure(.closed, operation, "the store was closed in this process (WorkflowStore.close())",
+                           recovery: "Open the store again to use it")
+        }
         if let damaged = error as? DamagedRow {
             return failure(.corrupted, operation, damaged.detail, recovery: "Restore the database from a backup")
         }

@@ -68,11 +68,13 @@ public final class PostgresStorage: StorageBackend {
     }
 
     /// Leaves the store: ends this process's lease (live hosts may take over at once what it
-    /// still holds) and closes its connections; calls after this fail. Releasing the store
-    /// closes the connections too, and its lease then runs out by itself.
+    /// still holds) and closes its connections, the listening one too; calls after this fail
+    /// with ``StorageFailure/Kind/closed``. Releasing the store closes the connections too, and
+    /// its lease then runs out by itself.
     public func close() {
         hostLease.withLock { $0 }?.leave()
         connections.close()
+        changes.close()
     }
 
     /// This process's host registration, when opened writable.
@@ -83,6 +85,7 @@ public final class PostgresStorage: StorageBackend {
 
     /// Fails when this process's lease has run out: it may no longer commit or claim.
     func requireLease(_ operation: String) throws(StorageFailure) {
+        if connections.isClosed { throw storageFailure(PostgresConnections.Closed(), operation: operation) }
         guard let lease, !lease.isHeld else { return }
         throw failure(
             .unavailable, operation,
@@ -204,6 +207,8 @@ public final class PostgresStorage: StorageBackend {
         } catch let error as PostgresDecodingError {
             throw storageFailure(error, operation: operation)
         } catch let error as ConnectionLost {
+            throw storageFailure(error, operation: operation)
+        } catch let error as PostgresConnections.Closed {
             throw storageFailure(error, operation: operation)
         }
     }

@@ -28,6 +28,30 @@ public final class InMemoryStorage: StorageBackend {
         var logs: [UInt64: [[UInt8]]] = [:]
         var snapshots: [UInt64: [UInt64: [UInt8]]] = [:]
         var signals = SignalContents()
+        /// ``close()`` was called: the contents are gone and every call fails.
+        var closed = false
+    }
+
+    /// Runs `body` on the contents under the lock, unless the store was closed.
+    private func contents<R>(_ operation: String, _ body: (inout Contents) throws(StorageFailure) -> R) throws(StorageFailure) -> R {
+        try state.withLock { (state) throws(StorageFailure) -> R in
+            if state.closed { throw closedFailure(operation) }
+            return try body(&state)
+        }
+    }
+
+    private func closedFailure(_ operation: String) -> StorageFailure {
+        failure(.closed, operation, "the store was closed (WorkflowStore.close()); an in-memory store's contents went with it",
+                recovery: "Make a new store")
+    }
+
+    /// Drops every instance, entry, snapshot and signal; calls after this fail with
+    /// ``StorageFailure/Kind/closed``.
+    public func close() {
+        state.withLock { state in
+            state = Contents()
+            state.closed = true
+        }
     }
 
     /// An empty store; `name` appears in messages as its location.
@@ -39,7 +63,7 @@ public final class InMemoryStorage: StorageBackend {
         guard new.entries.firstSequence == 1, !new.entries.isEmpty else {
             throw failure(.invalidInput, "create", "a new instance's log starts at sequence 1 with at least one entry")
         }
-        return state.withLock { state -> StoredInstance? in
+        return try contents("create") { state -> StoredInstance? in
             guard state.instances[new.id] == nil else { return nil }
             let key = state.nextKey
             state.nextKey += 1
@@ -55,19 +79,19 @@ public final class InMemoryStorage: StorageBackend {
     }
 
     public func instance(id: String) throws(StorageFailure) -> StoredInstance? {
-        state.withLock { $0.instances[id] }
+        try contents("read instance") { $0.instances[id] }
     }
 
     public func instances() throws(StorageFailure) -> [StoredInstance] {
-        state.withLock { $0.instances.values.sorted { $0.id < $1.id } }
+        try contents("list instances") { $0.instances.values.sorted { $0.id < $1.id } }
     }
 
     public func instanceIDs() throws(StorageFailure) -> [String] {
-        state.withLock { $0.instances.keys.sorted() }
+        try contents("list instances") { $0.instances.keys.sorted() }
     }
 
     public func claim(id: String, as claim: InstanceClaim, takingOverIf: (InstanceClaim) -> Bool) throws(StorageFailure) -> ClaimOutcome {
-        state.withLock { state -> ClaimOutcome in
+        try contents("claim") { state -> ClaimOutcome in
             guard var stored = state.instances[id] else { return .notFound }
             if !stored.claim.isNone, !takingOverIf(stored.claim) { return .held(by: stored.claim) }
             stored.claim = claim
@@ -77,7 +101,7 @@ public final class InMemoryStorage: StorageBackend {
     }
 
     public func release(id: String, claim: InstanceClaim) throws(StorageFailure) {
-        state.withLock { state in
+        try contents("release") { state in
             guard var stored = state.instances[id], stored.claim == claim else { return }
             stored.claim = .none
             state.instances[id] = stored
@@ -85,7 +109,7 @@ public final class InMemoryStorage: StorageBackend {
     }
 
     public func setStatus(id: String, to status: InstanceStatus, at time: Int64) throws(StorageFailure) -> StoredInstance? {
-        state.withLock { state -> StoredInstance? in
+        try contents("set status") { state -> StoredInstance? in
             guard var stored = state.instances[id] else { return nil }
             stored.status = status
             stored.updated = time
@@ -95,7 +119,7 @@ public final class InMemoryStorage: StorageBackend {
     }
 
     public func delete(id: String) throws(StorageFailure) -> Bool {
-        state.withLock { state -> Bool in
+        try contents("delete") { state -> Bool in
             guard let stored = state.instances.removeValue(forKey: id) else { return false }
             state.logs[stored.key] = nil
             state.snapshots[stored.key] = nil
@@ -105,7 +129,7 @@ public final class InMemoryStorage: StorageBackend {
 
     public func commit(_ request: CommitRequest) throws(StorageFailure) -> [CommitOutcome] {
         defer { commits.add(1, ordering: .sequentiallyConsistent) }
-        return try state.withLock { (state) throws(StorageFailure) -> [CommitOutcome] in
+        return try contents("commit") { (state) throws(StorageFailure) -> [CommitOutcome] in
             // Checked in full before anything is changed: the commit is all or nothing.
             var outcomes: [CommitOutcome] = []
             for changes in request.changes {
@@ -147,24 +171,36 @@ public final class InMemoryStorage: StorageBackend {
         }
     }
 
-    public func sync() throws(StorageFailure) {}
+    public func sync() throws(StorageFailure) {
+        try contents("sync") { _ in }
+    }
 
     // MARK: Signals
 
     public func signalStorage() throws(StorageFailure) -> any SignalStorage {
-        InMemorySignalStorage(storage: self)
+        try contents("open signals") { _ in }
+        return InMemorySignalStorage(storage: self)
     }
 
     /// How many commits (of instances or signals) the store has made.
     var commitCount: UInt64 { commits.load(ordering: .sequentiallyConsistent) }
 
-    func changingSignals<R, Failure: Error>(_ body: (inout SignalContents) throws(Failure) -> R) throws(Failure) -> R {
+    func changingSignals<R>(_ operation: String, _ body: (inout SignalContents) -> R) throws(StorageFailure) -> R {
         defer { commits.add(1, ordering: .sequentiallyConsistent) }
-        return try state.withLock { (state) throws(Failure) -> R in try body(&state.signals) }
+        return try contents(operation) { state in body(&state.signals) }
     }
 
-    func readingSignals<R>(_ body: (SignalContents) -> R) -> R {
-        state.withLock { body($0.signals) }
+    /// As ``changingSignals(_:_:)``, for a body that may throw anything (a signal handler).
+    func changingSignals<R>(_ operation: String, throwing body: (inout SignalContents) throws -> R) throws -> R {
+        defer { commits.add(1, ordering: .sequentiallyConsistent) }
+        return try state.withLock { state throws -> R in
+            if state.closed { throw closedFailure(operation) }
+            return try body(&state.signals)
+        }
+    }
+
+    func readingSignals<R>(_ operation: String, _ body: (SignalContents) -> R) throws(StorageFailure) -> R {
+        try contents(operation) { body($0.signals) }
     }
 
     func subscribe() -> InMemoryChangeFeed.Subscriber {
@@ -187,7 +223,7 @@ public final class InMemoryStorage: StorageBackend {
         of key: UInt64, from: UInt64, through: UInt64, _ visit: (UInt64, UnsafeRawBufferPointer) throws -> Bool
     ) throws {
         // Copied out, so that `visit` runs without the lock (it may call back into the store).
-        let entries = state.withLock { state -> ArraySlice<[UInt8]> in
+        let entries = try contents("read entries") { state -> ArraySlice<[UInt8]> in
             guard let log = state.logs[key], from >= 1, from <= through, from <= UInt64(log.count) else { return [] }
             return log[Int(from - 1)..<Int(min(through, UInt64(log.count)))]
         }
@@ -199,7 +235,7 @@ public final class InMemoryStorage: StorageBackend {
     }
 
     public func readSnapshots(of key: UInt64, atMost sequence: UInt64, _ visit: (UInt64, UnsafeRawBufferPointer) throws -> Bool) throws {
-        let found = state.withLock { state in
+        let found = try contents("read snapshots") { state in
             (state.snapshots[key] ?? [:]).filter { $0.key <= sequence }.sorted { $0.key > $1.key }
         }
         for (sequence, bytes) in found {
@@ -208,7 +244,7 @@ public final class InMemoryStorage: StorageBackend {
     }
 
     public func putSnapshot(id: String, sequence: UInt64, bytes: [UInt8]) throws(StorageFailure) {
-        try state.withLock { (state) throws(StorageFailure) in
+        try contents("put snapshot") { (state) throws(StorageFailure) in
             guard var stored = state.instances[id] else {
                 throw failure(.notFound, "put snapshot", "no instance has the id \(id)")
             }
@@ -219,7 +255,7 @@ public final class InMemoryStorage: StorageBackend {
     }
 
     public func statistics() throws(StorageFailure) -> StorageStatistics {
-        state.withLock { state in
+        try contents("statistics") { state in
             StorageStatistics(
                 backend: name, formatVersion: 1, instances: state.instances.count,
                 logEntries: state.logs.values.reduce(0) { $0 + $1.count },

@@ -109,9 +109,12 @@ public protocol StorageBackend: AnyObject, Sendable {
     func checkStructure(progress: (String) -> Void) -> [StoreDamage]
     /// Writes a compact, consistent copy of the whole store to `destination`.
     func copy(to destination: String) throws(StorageFailure)
-    /// Lets go of what the backend holds beyond memory (connections, a host's lease, an open
-    /// LMDB environment) once no host runs, whoever still holds the backend; calls after this
-    /// may fail (LMDB: with ``StorageFailure/Kind/closed``). The default does nothing.
+    /// Lets go of what the backend holds (connections, a host's lease, an open LMDB environment,
+    /// an in-memory store's contents) at once, whoever still holds the backend; every call that
+    /// would reach the store after this fails with ``StorageFailure/Kind/closed`` (the contract
+    /// suite checks it), and a
+    /// second close does nothing. The default does nothing: a backend of a user's own that keeps
+    /// nothing open may leave it out.
     func close()
 }
 

@@ -32,15 +32,17 @@ enum BackendKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     func make() throws -> FreshBackend {
         switch self {
         case .memory:
-            return FreshBackend(backend: InMemoryStorage(), directory: nil)
+            return FreshBackend(backend: InMemoryStorage(), directory: nil, reopen: nil)
         case .lmdb:
             let directory = TemporaryDirectory("contract")
-            return FreshBackend(backend: try LMDBStorage.open(path: directory.path), directory: directory)
+            let path = directory.path
+            return FreshBackend(backend: try LMDBStorage.open(path: path), directory: directory) { try LMDBStorage.open(path: path) }
         case .postgres:
             #if Postgres
             guard var configuration = PostgresTestServer.configuration else { throw PostgresTestServer.Missing() }
             configuration.schema = PostgresTestServer.freshSchema()
-            return FreshBackend(backend: try PostgresStorage.open(configuration), directory: nil)
+            let opened = configuration
+            return FreshBackend(backend: try PostgresStorage.open(opened), directory: nil) { try PostgresStorage.open(opened) }
             #else
             throw PostgresTestServer.Missing()
             #endif
@@ -69,6 +71,8 @@ enum PostgresTestServer {
 struct FreshBackend {
     let backend: any StorageBackend
     let directory: TemporaryDirectory?
+    /// Opens the same store again (`nil` for one that lives only in memory).
+    let reopen: (() throws -> any StorageBackend)?
 
     var store: WorkflowStore { WorkflowStore(backend: backend) }
 }

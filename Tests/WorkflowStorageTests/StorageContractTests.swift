@@ -351,6 +351,40 @@ struct StorageContractTests {
             #expect(try backend.texts(key) == (1...51).map { "\($0):entry \($0)" })
         }
     }
+
+    @Test("a closed store fails every call with kind closed and closes again harmlessly; a durable one opened again holds what was committed",
+          arguments: BackendKind.allCases)
+    func closed(kind: BackendKind) throws {
+        let fresh = try kind.make()
+        let backend = fresh.backend
+        let created = try #require(try backend.create(Records.new("i", entries: 2, claim: Records.hostA)))
+        let signals = try backend.signalStorage()
+        backend.close()
+        backend.close()
+        let next = InstanceChanges(id: "i", key: created.key, claim: Records.hostA, entries: Records.range(3, 3), updated: 3)
+        expect(failsWith: .closed) { try backend.commit(CommitRequest(durability: .synced, changes: [next])) }
+        expect(failsWith: .closed) { try backend.create(Records.new("j")) }
+        expect(failsWith: .closed) { try backend.instance(id: "i") }
+        expect(failsWith: .closed) { try backend.instances() }
+        expect(failsWith: .closed) { try backend.claim(id: "i", as: Records.hostB) { _ in true } }
+        expect(failsWith: .closed) { try backend.release(id: "i", claim: Records.hostA) }
+        expect(failsWith: .closed) { try backend.setStatus(id: "i", to: .cancelled, at: 4) }
+        expect(failsWith: .closed) { try backend.texts(created.key) }
+        expect(failsWith: .closed) { try backend.snapshotSequences(created.key) }
+        expect(failsWith: .closed) { try backend.putSnapshot(id: "i", sequence: 2, bytes: [2]) }
+        expect(failsWith: .closed) { try backend.statistics() }
+        expect(failsWith: .closed) { try backend.sync() }
+        expect(failsWith: .closed) { try backend.delete(id: "i") }
+        expect(failsWith: .closed) { try signals.signals() }
+        expect(failsWith: .closed) { try backend.signalStorage().consumers() }
+        guard let reopen = fresh.reopen else { return }
+        let again = try reopen()
+        defer { again.close() }
+        #expect(try again.instance(id: "i")?.claim == Records.hostA)
+        #expect(try again.texts(created.key) == ["1:entry 1", "2:entry 2"])
+        _ = try again.commit(CommitRequest(durability: .synced, changes: [next]))
+        #expect(try again.texts(created.key).count == 3)
+    }
 }
 
 /// Expects `body` to throw a ``StorageFailure`` of `kind`.

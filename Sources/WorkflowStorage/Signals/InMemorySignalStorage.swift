@@ -10,19 +10,19 @@ final class InMemorySignalStorage: SignalStorage {
     }
 
     func post(_ posts: [SignalPostRecord], keepLatest: Int, at time: Int64, durability: CommitDurability?) throws(StorageFailure) -> [UInt64] {
-        storage.changingSignals { signals in posts.map { signals.post($0, keepLatest: keepLatest, at: time) } }
+        try storage.changingSignals("post signals") { signals in posts.map { signals.post($0, keepLatest: keepLatest, at: time) } }
     }
 
     func register(_ consumer: ConsumerRecord, at time: Int64) throws(StorageFailure) -> Bool {
-        storage.changingSignals { $0.register(consumer, at: time) }
+        try storage.changingSignals("register a consumer") { $0.register(consumer, at: time) }
     }
 
     func removeConsumer(_ id: UUID) throws(StorageFailure) -> Bool {
-        storage.changingSignals { $0.remove(id) }
+        try storage.changingSignals("remove a consumer") { $0.remove(id) }
     }
 
     func removeConsumers(where predicate: (ConsumerRecord) -> Bool) throws(StorageFailure) -> Int {
-        storage.changingSignals { signals in
+        try storage.changingSignals("remove consumers") { signals in
             let doomed = signals.consumers.values.filter(predicate).map(\.id)
             for id in doomed { _ = signals.remove(id) }
             return doomed.count
@@ -30,33 +30,33 @@ final class InMemorySignalStorage: SignalStorage {
     }
 
     func consumer(_ id: UUID) throws(StorageFailure) -> ConsumerRecord? {
-        storage.readingSignals { $0.consumers[id] }
+        try storage.readingSignals("read a consumer") { $0.consumers[id] }
     }
 
     func consumers() throws(StorageFailure) -> [ConsumerRecord] {
-        storage.readingSignals { $0.consumers.values.sorted { $0.id.uuidString < $1.id.uuidString } }
+        try storage.readingSignals("list consumers") { $0.consumers.values.sorted { $0.id.uuidString < $1.id.uuidString } }
     }
 
     func signals() throws(StorageFailure) -> [SignalSummary] {
-        storage.readingSignals { $0.summaries() }
+        try storage.readingSignals("list signals") { $0.summaries() }
     }
 
     func versions(of signal: UUID) throws(StorageFailure) -> [SignalVersionRecord]? {
-        storage.readingSignals { $0.records[signal] == nil ? nil : $0.versions[signal] ?? [] }
+        try storage.readingSignals("read versions") { $0.records[signal] == nil ? nil : $0.versions[signal] ?? [] }
     }
 
     func nextDelivery(for consumer: UUID) throws(StorageFailure) -> PendingVersion? {
-        storage.readingSignals { $0.next(for: consumer) }
+        try storage.readingSignals("find the next delivery") { $0.next(for: consumer) }
     }
 
     func mark(_ mark: DeliveryMarkRecord, durability: CommitDurability?) throws(StorageFailure) {
-        storage.changingSignals { $0.apply(mark) }
+        try storage.changingSignals("mark a delivery") { $0.apply(mark) }
     }
 
     func deliver(_ mark: DeliveryMarkRecord, durability: CommitDurability?, _ body: (any StorageTransaction) throws -> Void) throws -> Bool {
         // The handler runs on a copy of the contents under the store's lock; the copy replaces
         // them only when the handler returns, so a throwing handler leaves nothing behind.
-        try storage.changingSignals { signals throws -> Bool in
+        try storage.changingSignals("deliver", throwing: { signals throws -> Bool in
             guard let consumer = signals.consumers[mark.consumer], consumer.lastDelivered < mark.version else { return false }
             let transaction = InMemoryTransaction(tables: signals.tables, location: storage.location)
             defer { transaction.end() }
@@ -64,11 +64,11 @@ final class InMemorySignalStorage: SignalStorage {
             signals.tables = transaction.tables
             signals.apply(mark)
             return true
-        }
+        })
     }
 
     func table(named name: String) throws(StorageFailure) -> StorageTable {
-        storage.changingSignals { signals in
+        try storage.changingSignals("open a table") { signals in
             if let handle = signals.tableNames[name] { return StorageTable(name: name, handle: handle) }
             let handle = UInt64(signals.tableNames.count + 1)
             signals.tableNames[name] = handle
@@ -78,7 +78,7 @@ final class InMemorySignalStorage: SignalStorage {
     }
 
     func entries(in table: StorageTable) throws(StorageFailure) -> [(key: [UInt8], value: [UInt8])] {
-        storage.readingSignals { ($0.tables[table.handle] ?? [:]).map { (key: $0.key, value: $0.value) } }
+        try storage.readingSignals("read a table") { ($0.tables[table.handle] ?? [:]).map { (key: $0.key, value: $0.value) } }
             .sorted { $0.key.lexicographicallyPrecedes($1.key) }
     }
 
