@@ -311,24 +311,21 @@ final class CommitPipeline: Sendable {
         } else {
             store.metrics.commitFailures.increment()
         }
-        // Each participant is moved out in turn (a copy would retain everything it holds).
+        // Each participant is settled where it lies (a copy would retain everything it holds).
         // Its last batch goes back to its host for the host's next action
         // (``LogWriter/recycle(_:)``): before the host hears of the commit, unless settling
         // reads the batches (attachments, spans) or the participant failed; else once every
         // participant is settled, when whatever else they hold is freed, so that their hosts
         // go on meanwhile. Participants are settled in the order they were taken.
         var participants = round.takeParticipants()
-        var settled: [CommitParticipant] = []
-        settled.reserveCapacity(participants.count)
-        participants.reverse()
-        while var participant = participants.popLast() {
-            if participant.failure == nil, !participant.hasAttachmentsOrSpans { participant.writer.recycle(&participant) }
-            participant.writer.settle(participant, duration: duration)
-            settled.append(participant)
+        for index in participants.indices {
+            let writer = participants[index].writer
+            if participants[index].failure == nil, !participants[index].hasAttachmentsOrSpans { writer.recycle(&participants[index]) }
+            writer.settle(&participants[index], duration: duration)
         }
-        for index in settled.indices where !settled[index].batches.isEmpty {
-            let writer = settled[index].writer
-            writer.recycle(&settled[index])
+        for index in participants.indices where !participants[index].batches.isEmpty {
+            let writer = participants[index].writer
+            writer.recycle(&participants[index])
         }
         return end(&round)
     }

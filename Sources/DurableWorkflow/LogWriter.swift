@@ -164,8 +164,9 @@ final class LogWriter: Sendable {
     }
 
     /// For the pipeline's committer, once the round is over: records the outcome, tells
-    /// observers, attachments and the host, and wakes a thread waiting for it.
-    func settle(_ participant: CommitParticipant, duration: Duration) {
+    /// observers, attachments and the host, and wakes a thread waiting for it. The participant
+    /// is only read (taken in place: a copy would retain everything it holds).
+    func settle(_ participant: inout CommitParticipant, duration: Duration) {
         let last = participant.lastSequence ?? committedThrough
         if participant.failure == nil {
             record.withLock { $0 = participant.record }
