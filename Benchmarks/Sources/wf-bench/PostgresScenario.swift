@@ -11,8 +11,9 @@ import WorkflowPostgres
 ///
 /// - per-commit `strict` (one instance, one action per commit) against 1 row per commit;
 /// - request/response `grouped`, N instances each with a client looping `await sendAndWait`,
-///   against N rows per commit; with 100 instances also against the same clients awaiting raw
-///   group `CALL`s with no engine (``RawGroupCommitter``), paired run by run;
+///   against N rows per commit; with 100 instances that ceiling is paired with the engine run by
+///   run, and the engine is also measured against the same clients awaiting raw group `CALL`s
+///   with no engine (``RawGroupCommitter``), paired as well;
 /// - request/response `strict`, 100 instances against 1;
 /// - several hosts: 1,000 instances spread over 1, 2 and 4 host processes (`grouped`, a client
 ///   each), against as many processes each committing its share of the rows per raw `CALL`,
@@ -46,9 +47,10 @@ enum PostgresScenario {
         var results: [Measurement] = []
         var raw: [Int: Measurement] = [:]
         let rawTable = try RawTable(server: server)
-        for count in instanceCounts {
-            let commits = max(20, Int(Double(min(500, 20_000 / count)) * scale))
-            let result = try rawTable.measure(rowsPerCommit: count, commits: commits, runs: runs)
+        func commitsOf(_ count: Int) -> Int { max(20, Int(Double(min(500, 20_000 / count)) * scale)) }
+        // The shape's count gets its ceiling paired with the engine, run by run (below).
+        for count in instanceCounts where count != shapeInstances {
+            let result = try rawTable.measure(rowsPerCommit: count, commits: commitsOf(count), runs: runs)
             raw[count] = result
             results.append(result)
         }
@@ -57,8 +59,9 @@ enum PostgresScenario {
             if let ceiling = raw[count] { result = result.relative(to: ceiling) }
             results.append(result)
         }
-        let (shape, engine, paired) = try groupedAgainstShape(server: server, table: rawTable, window: window, runs: runs)
-        results += [shape.relative(to: raw[shapeInstances]!), engine.relative(to: raw[shapeInstances]!), paired]
+        let paired = try groupedAgainstShape(server: server, table: rawTable, commits: commitsOf(shapeInstances), window: window, runs: runs)
+        raw[shapeInstances] = paired.ceiling
+        results += [paired.ceiling, paired.shape, paired.engine, paired.paired].compactMap { $0 }
         // The same with one commit in flight at a time: what overlapping commits bring.
         if let ceiling = raw[100] {
             results.append(try requestResponse(.grouped, instances: 100, server: server, window: window, runs: runs, concurrentCommits: 1)
@@ -96,12 +99,14 @@ enum PostgresScenario {
     }
 
     /// Request/response in `grouped` with ``shapeInstances`` instances, each run paired with the
-    /// same shape on raw PostgreSQL (``rawRequestResponse(clients:server:table:)``, as many
-    /// commits in flight as the engine's, measured right before it): the shape's figure, the
-    /// engine's, and the engine's against the shape's (the median of the runs' ratios).
+    /// ceiling (`commits` raw `CALL`s of as many rows) and the same shape on raw PostgreSQL
+    /// (``rawRequestResponse(clients:server:table:)``, as many commits in flight as the
+    /// engine's), both measured right before it: the ceiling's figure, the shape's, the engine's
+    /// against the ceiling, and the engine's against the shape (each the median of the runs'
+    /// ratios).
     static func groupedAgainstShape(
-        server: PostgresConfiguration, table: RawTable, window: Double, runs: Int
-    ) throws -> (shape: Measurement, engine: Measurement, paired: Measurement) {
+        server: PostgresConfiguration, table: RawTable, commits: Int, window: Double, runs: Int
+    ) throws -> PairedRuns {
         let count = shapeInstances
         let (storage, hosts) = try startInstances(.grouped, count: count, server: server)
         defer {
@@ -110,10 +115,12 @@ enum PostgresScenario {
         }
         let shape = try rawRequestResponse(clients: count, server: server, table: table)
         defer { shape.stop() }
-        return shape.pairedWithEngine(
+        return try shape.pairedWithEngine(
             name, clients: count, window: window, runs: runs, shapeMetric: "rows_per_s",
             shapeDetail: "raw PostgreSQL: \(count) clients each looping await one row's group CALL, up to \(server.concurrentCommits) in flight, for \(window) s",
-            engineDetail: "\(count) instances on PostgreSQL, a client each looping await sendAndWait for \(window) s"
+            engineDetail: "\(count) instances on PostgreSQL, a client each looping await sendAndWait for \(window) s",
+            ceiling: ("raw-\(count)-per-commit", RawTable.detail(rowsPerCommit: count, commits: commits) + ", right before each run of the shape and the engine",
+                      table.commitRuns(rowsPerCommit: count, commits: commits))
         ) { ServiceScenario.acknowledgedPerSecond(hosts, window: window) }
     }
 
@@ -244,13 +251,19 @@ enum PostgresScenario {
         /// Rows inserted per second in `commits` calls of `rowsPerCommit` rows (one key per row
         /// of a call, as one entry of each of that many instances).
         func measure(rowsPerCommit: Int, commits: Int, runs: Int) throws -> Measurement {
+            try Measurement.measure(
+                PostgresScenario.name, "raw-\(rowsPerCommit)-per-commit", metric: "rows_per_s", runs: runs,
+                detail: Self.detail(rowsPerCommit: rowsPerCommit, commits: commits), commitRuns(rowsPerCommit: rowsPerCommit, commits: commits))
+        }
+
+        /// A run of ``measure(rowsPerCommit:commits:runs:)``, rows per second, for each call of the
+        /// closure (each run's rows after those of the run before). One closure per row count:
+        /// the keys are the count's.
+        func commitRuns(rowsPerCommit: Int, commits: Int) -> () throws -> Double {
             let record = ByteBuffer(bytes: [UInt8](repeating: 0xAB, count: RawLMDBScenario.recordSize))
             let keys = (0..<rowsPerCommit).map { Int64(rowsPerCommit) << 32 | Int64($0) }, records = Array(repeating: record, count: rowsPerCommit)
             var sequence: Int64 = 0
-            return try Measurement.measure(
-                PostgresScenario.name, "raw-\(rowsPerCommit)-per-commit", metric: "rows_per_s", runs: runs,
-                detail: "raw PostgreSQL: \(commits) CALLs inserting \(rowsPerCommit) rows of \(RawLMDBScenario.recordSize) B and committing"
-            ) {
+            return { [self] in
                 let elapsed = try seconds {
                     for _ in 0..<commits {
                         sequence += 1
@@ -260,6 +273,10 @@ enum PostgresScenario {
                 }
                 return Double(rowsPerCommit * commits) / elapsed
             }
+        }
+
+        static func detail(rowsPerCommit: Int, commits: Int) -> String {
+            "raw PostgreSQL: \(commits) CALLs inserting \(rowsPerCommit) rows of \(RawLMDBScenario.recordSize) B and committing"
         }
 
         /// Inserts `entries` rows for each of `instances` keys (above those `measure` uses).

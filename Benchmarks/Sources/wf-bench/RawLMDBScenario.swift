@@ -114,6 +114,45 @@ final class RawAppends {
     }
 }
 
+/// Raw synced commits of a fixed number of ``RawLMDBScenario/recordSize``-byte appends each, into
+/// a store of its own that stays open between runs: a ceiling measured right before each run of
+/// the engine it is compared with, so that the disk's drift weighs on both sides of a ratio.
+final class RawSyncedCommits {
+    private let directory: String
+    private let environment: Environment
+    private let database: Database<UInt64, [UInt8]>
+    private let value = [UInt8](repeating: 0xAB, count: RawLMDBScenario.recordSize)
+    private let perCommit: Int
+    private let commits: Int
+    private var next: UInt64 = 1
+
+    /// Runs of `commits` synced commits of `perCommit` appends.
+    init(label: String, perCommit: Int, commits: Int) throws {
+        directory = try temporaryStore(label)
+        environment = try Environment.open(path: directory, configuration: .init(durability: .strict))
+        database = try environment.database(named: "log")
+        self.perCommit = perCommit
+        self.commits = commits
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
+
+    /// One run; returns appends per second.
+    func run() throws -> Double {
+        let elapsed = try seconds {
+            for _ in 0..<commits {
+                try environment.write { txn in
+                    for _ in 0..<perCommit {
+                        try txn.append(value, forKey: next, in: database)
+                        next += 1
+                    }
+                }
+            }
+        }
+        return Double(perCommit * commits) / elapsed
+    }
+}
+
 /// A fresh directory for one benchmark store.
 func temporaryStore(_ label: String) throws -> String {
     let path = NSTemporaryDirectory() + "/wf-bench-\(label)-\(UUID().uuidString)"

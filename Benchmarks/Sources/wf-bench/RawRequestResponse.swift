@@ -113,27 +113,47 @@ final class RawGroupCommitter: Sendable {
     }
 }
 
+/// What ``RawGroupCommitter/pairedWithEngine(_:clients:window:runs:shapeMetric:shapeDetail:engineDetail:ceiling:engine:)``
+/// measured: the shape, the engine (against the ceiling when one was paired), the engine against
+/// the shape, and the ceiling.
+struct PairedRuns {
+    let shape: Measurement
+    let engine: Measurement
+    let paired: Measurement
+    let ceiling: Measurement?
+}
+
 extension RawGroupCommitter {
-    /// `runs` pairs of runs, the shape's (`count` clients of this committer) then `engine`'s:
-    /// the shape's figure, the engine's, and the engine's against the shape's (the median of the
+    /// `runs` runs of the ceiling (when given: batched raw commits of the same records), the
+    /// shape's (`count` clients of this committer) and `engine`'s, one after the other, so that
+    /// the machine's drift weighs on every side of a ratio: the ceiling's figure, the shape's, the
+    /// engine's against the ceiling and the engine's against the shape (each the median of the
     /// runs' ratios), named `raw-request-response-N`, `request-response-grouped-N` and
     /// `request-response-grouped-N-of-shape` in `scenario`.
     func pairedWithEngine(
         _ scenario: String, clients count: Int, window: Double, runs: Int, shapeMetric: String, shapeDetail: String,
-        engineDetail: String, engine: () -> Double
-    ) -> (shape: Measurement, engine: Measurement, paired: Measurement) {
-        var shapeSamples: [Double] = [], engineSamples: [Double] = []
+        engineDetail: String, ceiling: (name: String, detail: String, run: () throws -> Double)? = nil, engine: () -> Double
+    ) throws -> PairedRuns {
+        var ceilingSamples: [Double] = [], shapeSamples: [Double] = [], engineSamples: [Double] = []
         for _ in 0..<runs {
+            if let ceiling { ceilingSamples.append(try ceiling.run()) }
             shapeSamples.append(recordsPerSecond(clients: count, window: window))
             engineSamples.append(engine())
         }
-        let shape = Measurement(scenario, "raw-request-response-\(count)", metric: shapeMetric, samples: shapeSamples, detail: shapeDetail)
-        let engine = Measurement(scenario, "request-response-grouped-\(count)", metric: "actions_per_s", samples: engineSamples, detail: engineDetail)
+        let measuredCeiling = ceiling.map { ceiling in
+            Measurement(scenario, ceiling.name, metric: shapeMetric, samples: ceilingSamples, detail: ceiling.detail)
+        }
+        var shape = Measurement(scenario, "raw-request-response-\(count)", metric: shapeMetric, samples: shapeSamples, detail: shapeDetail)
+        var engine = Measurement(scenario, "request-response-grouped-\(count)", metric: "actions_per_s", samples: engineSamples, detail: engineDetail)
+        if let measuredCeiling {
+            shape = shape.relative(to: measuredCeiling, pairing: shapeSamples, with: ceilingSamples)
+            engine = engine.relative(to: measuredCeiling, pairing: engineSamples, with: ceilingSamples)
+        }
         let paired = Measurement(
             scenario, "request-response-grouped-\(count)-of-shape", metric: "actions_per_s", samples: engineSamples,
             detail: "the same, against raw request/response measured right before each run"
         ).relative(to: shape, pairing: engineSamples, with: shapeSamples)
-        return (shape, engine, paired)
+        return PairedRuns(shape: shape, engine: engine, paired: paired, ceiling: measuredCeiling)
     }
 }
 

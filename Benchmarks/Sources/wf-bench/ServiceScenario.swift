@@ -6,8 +6,8 @@ import Workflow
 import WorkflowLMDB
 
 /// A service's shapes: N instances in one store, each driven by its own client task, against the
-/// raw ceiling of N appends per synced commit measured in the same run, and request/response
-/// against the same shape with no engine (``RawGroupCommitter``), paired run by run.
+/// raw ceiling of N appends per synced commit and against the same shape with no engine
+/// (``RawGroupCommitter``), both paired with the engine run by run.
 ///
 /// - request/response: each client loops `await sendAndWait` for a fixed window (`grouped`,
 ///   `strict`); the figure is actions acknowledged per second over all clients;
@@ -23,24 +23,19 @@ enum ServiceScenario {
         let total = max(10_000, Int(100_000 * scale))
         var results: [Measurement] = []
 
-        var raw: [Int: Measurement] = [:]
+        var grouped: [Int: PairedRuns] = [:]
         for count in instanceCounts {
-            let commits = max(5, min(200, 20_000 / count))
-            let result = try rawSyncedCommits(appendsPerCommit: count, commits: commits, runs: runs)
-            raw[count] = result
-            results.append(result)
+            grouped[count] = try groupedAgainstShape(instances: count, window: window, runs: runs)
         }
-
+        results += instanceCounts.compactMap { grouped[$0]?.ceiling }
         for count in instanceCounts where count > 1 {
-            results.append(try rawScatteredCommits(instances: count, commits: max(5, min(200, 20_000 / count)), runs: runs))
+            results.append(try rawScatteredCommits(instances: count, commits: commitsOf(count), runs: runs))
         }
-
         var groupedByCount: [Int: Measurement] = [:]
         for count in instanceCounts {
-            let (shape, engine, paired) = try groupedAgainstShape(instances: count, window: window, runs: runs)
-            let grouped = raw[count].map { engine.relative(to: $0) } ?? engine
-            groupedByCount[count] = grouped
-            results += [raw[count].map { shape.relative(to: $0) } ?? shape, grouped, paired]
+            guard let runs = grouped[count] else { continue }
+            groupedByCount[count] = runs.engine
+            results += [runs.shape, runs.engine, runs.paired]
         }
         var strictOne: Measurement?
         for count in instanceCounts {
@@ -64,13 +59,8 @@ enum ServiceScenario {
 
     // MARK: The ceiling
 
-    /// Raw LMDB: commits of `appendsPerCommit` records, each commit synced as the engine's
-    /// `grouped` and `strict` commits are.
-    static func rawSyncedCommits(appendsPerCommit: Int, commits: Int, runs: Int) throws -> Measurement {
-        try RawLMDBScenario.appends(
-            name, "raw-\(appendsPerCommit)-per-commit", durability: .strict, perCommit: appendsPerCommit, commits: commits, runs: runs,
-            detail: "raw LMDB: \(commits) synced commits of \(appendsPerCommit) appends of \(RawLMDBScenario.recordSize) B")
-    }
+    /// How many commits a run of a raw ceiling of `count` records per commit makes.
+    static func commitsOf(_ count: Int) -> Int { max(5, min(200, 20_000 / count)) }
 
     /// Raw LMDB again, each commit appending one record to each of `instances` key ranges (an
     /// instance's key, then its sequence, as the engine's log is keyed), each range already
@@ -157,21 +147,28 @@ enum ServiceScenario {
         return Double(acknowledged.value) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }
 
-    /// Request/response in `grouped` with `count` instances, each run paired with the same shape
-    /// on raw LMDB (``RawGroupCommitter``, measured right before it): the shape's figure, the
-    /// engine's, and the engine's against the shape's (the median of the runs' ratios).
-    static func groupedAgainstShape(instances count: Int, window: Double, runs: Int) throws -> (shape: Measurement, engine: Measurement, paired: Measurement) {
+    /// Request/response in `grouped` with `count` instances, each run paired with the ceiling (raw
+    /// LMDB: synced commits of `count` appends, ``RawSyncedCommits``) and the same shape on raw
+    /// LMDB (``RawGroupCommitter``), both measured right before it: the ceiling's figure, the
+    /// shape's, the engine's against the ceiling, and the engine's against the shape (each the
+    /// median of the runs' ratios).
+    static func groupedAgainstShape(instances count: Int, window: Double, runs: Int) throws -> PairedRuns {
         let (store, hosts, dir) = try startInstances(.grouped, count: count, label: "rr-grouped-\(count)")
         defer {
             for host in hosts { host.stop() }
             _ = store
             try? FileManager.default.removeItem(atPath: dir)
         }
+        let commits = commitsOf(count)
+        let ceiling = try RawSyncedCommits(label: "service-raw-\(count)", perCommit: count, commits: commits)
         let shape = try RawLMDBRequestResponse(clients: count)
-        return shape.committer.pairedWithEngine(
+        return try shape.committer.pairedWithEngine(
             name, clients: count, window: window, runs: runs, shapeMetric: "appends_per_s",
             shapeDetail: "raw LMDB: \(count) clients each looping await one record's synced group commit for \(window) s",
-            engineDetail: "\(count) instances, a client each looping await sendAndWait for \(window) s"
+            engineDetail: "\(count) instances, a client each looping await sendAndWait for \(window) s",
+            ceiling: ("raw-\(count)-per-commit",
+                      "raw LMDB: \(commits) synced commits of \(count) appends of \(RawLMDBScenario.recordSize) B, right before each run of the shape and the engine",
+                      { try ceiling.run() })
         ) { acknowledgedPerSecond(hosts, window: window) }
     }
 
