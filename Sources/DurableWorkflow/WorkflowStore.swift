@@ -27,8 +27,14 @@ public final class WorkflowStore: Sendable {
     let pipeline: CommitPipeline
     /// The engine's metrics for this store.
     let metrics: StoreMetrics
-    /// What ``close()`` ends first, while the store is still open (signal centers on it).
-    private let closing = Lock<[@Sendable () -> Void]>([])
+    /// What ``close()`` ends first, while the store is still open (signal centers on it), each
+    /// with the number ``whenClosing(_:)`` gave it.
+    private let closing = Lock<ClosingHandlers>(ClosingHandlers())
+
+    private struct ClosingHandlers {
+        var next: UInt64 = 1
+        var handlers: [(id: UInt64, end: @Sendable () -> Void)] = []
+    }
 
     /// A store kept by `backend`, recording its swift-metrics (commits, replays; see the README's
     /// "Observability") through `metricsFactory`, by default the one bootstrapped in
@@ -72,9 +78,24 @@ public final class WorkflowStore: Sendable {
 
     /// Has ``close()`` call `handler` first, while the store is still open: what else uses the
     /// store (a signal center) ends its use then. Hold nothing strongly that holds the store.
-    package func whenClosing(_ handler: @escaping @Sendable () -> Void) {
-        closing.withLock { $0.append(handler) }
+    /// Returns the handler's number, for ``forgetClosingHandler(_:)`` once it has ended its use
+    /// by itself.
+    @discardableResult
+    package func whenClosing(_ handler: @escaping @Sendable () -> Void) -> UInt64 {
+        closing.withLock { closing in
+            defer { closing.next += 1 }
+            closing.handlers.append((closing.next, handler))
+            return closing.next
+        }
     }
+
+    /// Drops the handler numbered `id` (``whenClosing(_:)``): what it would end has ended.
+    package func forgetClosingHandler(_ id: UInt64) {
+        closing.withLock { $0.handlers.removeAll { $0.id == id } }
+    }
+
+    /// How many handlers ``close()`` would call.
+    package var closingHandlerCount: Int { closing.withLock { $0.handlers.count } }
 
     /// Ends the signal centers opened on it first (`SignalCenter.stop()`); then syncs every
     /// commit made so far and lets the backend go, whoever else still holds this
@@ -85,11 +106,11 @@ public final class WorkflowStore: Sendable {
     /// running on it, fail with `StorageFailure.Kind.closed`, on every backend). Closing again
     /// does nothing. It closes even when the sync fails, and then throws that failure.
     public func close() throws(DurableError) {
-        let ending = closing.withLock { handlers in
-            defer { handlers = [] }
-            return handlers
+        let ending = closing.withLock { closing in
+            defer { closing.handlers = [] }
+            return closing.handlers
         }
-        for end in ending { end() }
+        for handler in ending { handler.end() }
         let synced = Result { () throws(StorageFailure) in try backend.sync() }
         backend.close()
         if case .failure(let failure) = synced, failure.kind != .closed { throw DurableError.storage(failure, store: path) }

@@ -32,6 +32,9 @@ public final class SignalCenter: Sendable {
     public let store: WorkflowStore
     /// Whether ``stop()`` was called.
     private let stopped = Lock(false)
+    /// The number of this center's handler in its store's ``WorkflowStore/close()`` (`nil`
+    /// before it is registered, or once the center stopped).
+    private let closingHandler = Lock<UInt64?>(nil)
 
     private init(store: WorkflowStore, processIdentity: String, runID: String, configuration: SignalConfiguration) throws(SignalError) {
         self.store = store
@@ -71,7 +74,8 @@ public final class SignalCenter: Sendable {
         }
         center.dispatcher.start(center: center)
         // Closing the store ends the run first, while its consumers can still be removed.
-        store.whenClosing { [weak center] in try? center?.stop() }
+        let handler = store.whenClosing { [weak center] in try? center?.stop() }
+        center.closingHandler.withLock { $0 = handler }
         return center
     }
 
@@ -84,6 +88,11 @@ public final class SignalCenter: Sendable {
             defer { stopped = true }
             return !stopped
         }) else { return }
+        // The store's close need not end this run any more.
+        if let handler = closingHandler.withLock({ id in
+            defer { id = nil }
+            return id
+        }) { store.forgetClosingHandler(handler) }
         dispatcher.stop()
         RunLiveness.end(runID)
         guard !store.backend.isReadOnly else { return }

@@ -150,6 +150,22 @@ struct DeliveryTests {
         #expect(try reopened.consumers().map(\.owner) == ["durable"])
     }
 
+    @Test("a stopped center no longer waits for its store's close: a long-lived store keeps nothing of the centers opened and stopped on it")
+    func stoppedCentersLeaveTheStore() throws {
+        let dir = TemporaryDirectory("sig-stopped")
+        let store = try WorkflowStore.open(path: dir.path)
+        for run in 0..<50 {
+            let center = try SignalCenter.open(store: store, processIdentity: "service", runID: "run-\(run)")
+            try center.stop()
+        }
+        #expect(store.closingHandlerCount == 0)
+        let open = try SignalCenter.open(store: store, processIdentity: "service", runID: "last")
+        #expect(store.closingHandlerCount == 1)
+        try store.close()
+        #expect(store.closingHandlerCount == 0)
+        try open.stop()
+    }
+
     @Test("a consumer registered after versions were posted gets the retained ones; older versions are pruned")
     func retention() throws {
         let dir = TemporaryDirectory("sig-retain")
