@@ -60,25 +60,8 @@ extension RawLMDBScenario {
         _ scenario: String, _ caseName: String, durability: EnvironmentConfiguration.Durability, perCommit: Int, commits: Int,
         runs: Int, detail: String
     ) throws -> Measurement {
-        let value = [UInt8](repeating: 0xAB, count: recordSize)
-        let dir = try temporaryStore(caseName)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let env = try Environment.open(path: dir, configuration: .init(durability: durability))
-        let db: Database<UInt64, [UInt8]> = try env.database(named: "log")
-        var next: UInt64 = 1
-        return try Measurement.measure(scenario, caseName, metric: "appends_per_s", runs: runs, detail: detail) {
-            let elapsed = try seconds {
-                for _ in 0..<commits {
-                    try env.write { txn in
-                        for _ in 0..<perCommit {
-                            try txn.append(value, forKey: next, in: db)
-                            next += 1
-                        }
-                    }
-                }
-            }
-            return Double(perCommit * commits) / elapsed
-        }
+        let raw = try RawCommits(label: caseName, durability: durability, perCommit: perCommit, commits: commits)
+        return try Measurement.measure(scenario, caseName, metric: "appends_per_s", runs: runs, detail: detail) { try raw.run() }
     }
 }
 
@@ -114,10 +97,10 @@ final class RawAppends {
     }
 }
 
-/// Raw synced commits of a fixed number of ``RawLMDBScenario/recordSize``-byte appends each, into
-/// a store of its own that stays open between runs: a ceiling measured right before each run of
-/// the engine it is compared with, so that the disk's drift weighs on both sides of a ratio.
-final class RawSyncedCommits {
+/// Raw commits of a fixed number of ``RawLMDBScenario/recordSize``-byte appends each, into a store
+/// of its own that stays open between runs, so that a ceiling can be measured right before each
+/// run of the engine it is compared with, and the disk's drift weighs on both sides of a ratio.
+final class RawCommits {
     private let directory: String
     private let environment: Environment
     private let database: Database<UInt64, [UInt8]>
@@ -126,10 +109,10 @@ final class RawSyncedCommits {
     private let commits: Int
     private var next: UInt64 = 1
 
-    /// Runs of `commits` synced commits of `perCommit` appends.
-    init(label: String, perCommit: Int, commits: Int) throws {
+    /// Runs of `commits` commits of `perCommit` appends, each with `durability`.
+    init(label: String, durability: EnvironmentConfiguration.Durability, perCommit: Int, commits: Int) throws {
         directory = try temporaryStore(label)
-        environment = try Environment.open(path: directory, configuration: .init(durability: .strict))
+        environment = try Environment.open(path: directory, configuration: .init(durability: durability))
         database = try environment.database(named: "log")
         self.perCommit = perCommit
         self.commits = commits

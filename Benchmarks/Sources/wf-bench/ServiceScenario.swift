@@ -148,7 +148,7 @@ enum ServiceScenario {
     }
 
     /// Request/response in `grouped` with `count` instances, each run paired with the ceiling (raw
-    /// LMDB: synced commits of `count` appends, ``RawSyncedCommits``) and the same shape on raw
+    /// LMDB: synced commits of `count` appends, ``RawCommits``) and the same shape on raw
     /// LMDB (``RawGroupCommitter``), both measured right before it: the ceiling's figure, the
     /// shape's, the engine's against the ceiling, and the engine's against the shape (each the
     /// median of the runs' ratios).
@@ -160,7 +160,7 @@ enum ServiceScenario {
             try? FileManager.default.removeItem(atPath: dir)
         }
         let commits = commitsOf(count)
-        let ceiling = try RawSyncedCommits(label: "service-raw-\(count)", perCommit: count, commits: commits)
+        let ceiling = try RawCommits(label: "service-raw-\(count)", durability: .strict, perCommit: count, commits: commits)
         let shape = try RawLMDBRequestResponse(clients: count)
         return try shape.committer.pairedWithEngine(
             name, clients: count, window: window, runs: runs, shapeMetric: "appends_per_s",
