@@ -45,15 +45,6 @@ public final class InMemoryStorage: StorageBackend {
                 recovery: "Make a new store")
     }
 
-    /// Drops every instance, entry, snapshot and signal; calls after this fail with
-    /// ``StorageFailure/Kind/closed``.
-    public func close() {
-        state.withLock { state in
-            state = Contents()
-            state.closed = true
-        }
-    }
-
     /// An empty store; `name` appears in messages as its location.
     public init(name: String = "memory") {
         self.location = name
@@ -268,6 +259,15 @@ public final class InMemoryStorage: StorageBackend {
 
     public func copy(to destination: String) throws(StorageFailure) {
         throw failure(.invalidInput, "copy", "an in-memory store has no files to copy", recovery: "Export its instances with `wfctl export` instead")
+    }
+
+    /// Drops every instance, entry, snapshot and signal; calls after this fail with
+    /// ``StorageFailure/Kind/closed``.
+    public func close() {
+        state.withLock { state in
+            state = Contents()
+            state.closed = true
+        }
     }
 
     private func failure(_ kind: StorageFailure.Kind, _ operation: String, _ detail: String, recovery: String = "") -> StorageFailure {
