@@ -1,4 +1,5 @@
 import Foundation
+import Histogram
 
 /// One measured figure: the median of several runs, with its spread and an optional ratio to a
 /// ceiling or peer measured in the same run.
@@ -57,6 +58,17 @@ struct Measurement: Codable {
 }
 
 extension Measurement {
+    /// The 50th, 99th and 99.9th percentiles (in µs) of nanosecond latencies, one histogram per
+    /// run: each the median over the runs, named `caseName-p50` and so on in `scenario`.
+    static func percentiles(_ scenario: String, _ caseName: String, runs: [Histogram<UInt64>], detail: String) -> [Measurement] {
+        [(50.0, "p50"), (99.0, "p99"), (99.9, "p99.9")].map { percentile, label in
+            let samples = runs.map { Double($0.valueAtPercentile(percentile)) / 1000 }.sorted()
+            return Measurement(scenario: scenario, case: "\(caseName)-\(label)", metric: "latency_us",
+                               median: samples[samples.count / 2], min: samples.first!, max: samples.last!,
+                               runs: samples.count, ratio: nil, ratioTo: nil, detail: detail)
+        }
+    }
+
     /// The median and spread of `samples` (at least one).
     init(_ scenario: String, _ name: String, metric: String, samples: [Double], detail: String) {
         let sorted = samples.sorted()

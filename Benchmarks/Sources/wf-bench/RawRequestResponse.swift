@@ -109,7 +109,7 @@ final class RawGroupCommitter: Sendable {
         ServiceScenario.clientsLooping(count, window: window) { client in
             await self.commit(client: client)
             return true
-        }
+        }.perSecond
     }
 }
 

@@ -1,5 +1,6 @@
 import DurableWorkflow
 import Foundation
+import Histogram
 import LMDB
 import Synchronization
 import Workflow
@@ -23,9 +24,9 @@ enum ServiceScenario {
         let total = max(10_000, Int(100_000 * scale))
         var results: [Measurement] = []
 
-        var grouped: [Int: PairedRuns] = [:]
+        var grouped: [Int: PairedRuns] = [:], latencies: [Int: [Measurement]] = [:]
         for count in instanceCounts {
-            grouped[count] = try groupedAgainstShape(instances: count, window: window, runs: runs)
+            (grouped[count], latencies[count]) = try groupedAgainstShape(instances: count, window: window, runs: runs)
         }
         results += instanceCounts.compactMap { grouped[$0]?.ceiling }
         for count in instanceCounts where count > 1 {
@@ -35,7 +36,7 @@ enum ServiceScenario {
         for count in instanceCounts {
             guard let runs = grouped[count] else { continue }
             groupedByCount[count] = runs.engine
-            results += [runs.shape, runs.engine, runs.paired]
+            results += [runs.shape, runs.engine, runs.paired] + (latencies[count] ?? [])
         }
         var strictOne: Measurement?
         for count in instanceCounts {
@@ -115,44 +116,59 @@ enum ServiceScenario {
     /// Each instance's client loops `sendAndWait` until `window` seconds are up; returns the
     /// actions acknowledged per second.
     static func acknowledgedPerSecond(_ hosts: [WorkflowHost<CodableCounter>], window: Double) -> Double {
+        acknowledged(hosts, window: window).perSecond
+    }
+
+    /// As ``acknowledgedPerSecond(_:window:)``, with the latency of each acknowledged action (from
+    /// its `sendAndWait` to its return, in nanoseconds).
+    static func acknowledged(_ hosts: [WorkflowHost<CodableCounter>], window: Double) -> ClientLoad {
         let sinks = hosts.map { $0.rendering.sink }
         return clientsLooping(sinks.count, window: window) { client in await sinks[client].sendAndWait(.init(amount: 1)) }
     }
 
     /// `count` client tasks, each looping `request` (given its client's index; it says whether the
     /// request was acknowledged) until `window` seconds are up; returns acknowledged requests per
-    /// second over all of them.
-    static func clientsLooping(_ count: Int, window: Double, _ request: @escaping @Sendable (Int) async -> Bool) -> Double {
+    /// second over all of them, and each acknowledged request's latency.
+    static func clientsLooping(_ count: Int, window: Double, _ request: @escaping @Sendable (Int) async -> Bool) -> ClientLoad {
         let deadline = ContinuousClock.now + .milliseconds(Int(window * 1_000))
         let done = DispatchSemaphore(value: 0)
         let acknowledged = AcknowledgedCount()
         let start = ContinuousClock.now
         Task.detached {
-            await withTaskGroup(of: Int.self) { group in
+            await withTaskGroup(of: [UInt64].self) { group in
                 for client in 0..<count {
                     group.addTask {
-                        var made = 0
-                        while ContinuousClock.now < deadline {
-                            if await request(client) { made += 1 }
+                        var latencies: [UInt64] = []
+                        while true {
+                            let sent = ContinuousClock.now
+                            guard sent < deadline else { break }
+                            if await request(client) { latencies.append(nanoseconds(ContinuousClock.now - sent)) }
                         }
-                        return made
+                        return latencies
                     }
                 }
-                for await made in group { acknowledged.add(made) }
+                for await latencies in group { acknowledged.add(latencies) }
             }
             done.signal()
         }
         done.wait()
         let elapsed = ContinuousClock.now - start
-        return Double(acknowledged.value) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        let (count, latencies) = acknowledged.value  // after the clock: the histogram takes a while
+        return ClientLoad(perSecond: Double(count) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18),
+                          latencies: latencies)
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> UInt64 {
+        UInt64(duration.components.seconds) * 1_000_000_000 + UInt64(duration.components.attoseconds / 1_000_000_000)
     }
 
     /// Request/response in `grouped` with `count` instances, each run paired with the ceiling (raw
     /// LMDB: synced commits of `count` appends, ``RawCommits``) and the same shape on raw
     /// LMDB (``RawGroupCommitter``), both measured right before it: the ceiling's figure, the
     /// shape's, the engine's against the ceiling, and the engine's against the shape (each the
-    /// median of the runs' ratios).
-    static func groupedAgainstShape(instances count: Int, window: Double, runs: Int) throws -> PairedRuns {
+    /// median of the runs' ratios); and the percentiles of the engine's latency per action (from
+    /// `sendAndWait` to its return), each the median of the runs'.
+    static func groupedAgainstShape(instances count: Int, window: Double, runs: Int) throws -> (PairedRuns, [Measurement]) {
         let (store, hosts, dir) = try startInstances(.grouped, count: count, label: "rr-grouped-\(count)")
         defer {
             for host in hosts { host.stop() }
@@ -162,14 +178,22 @@ enum ServiceScenario {
         let commits = commitsOf(count)
         let ceiling = try RawCommits(label: "service-raw-\(count)", durability: .strict, perCommit: count, commits: commits)
         let shape = try RawLMDBRequestResponse(clients: count)
-        return try shape.committer.pairedWithEngine(
+        var latencies: [Histogram<UInt64>] = []
+        let paired = try shape.committer.pairedWithEngine(
             name, clients: count, window: window, runs: runs, shapeMetric: "appends_per_s",
             shapeDetail: "raw LMDB: \(count) clients each looping await one record's synced group commit for \(window) s",
             engineDetail: "\(count) instances, a client each looping await sendAndWait for \(window) s",
             ceiling: ("raw-\(count)-per-commit",
                       "raw LMDB: \(commits) synced commits of \(count) appends of \(RawLMDBScenario.recordSize) B, right before each run of the shape and the engine",
                       { try ceiling.run() })
-        ) { acknowledgedPerSecond(hosts, window: window) }
+        ) {
+            let load = acknowledged(hosts, window: window)
+            latencies.append(load.latencies)
+            return load.perSecond
+        }
+        return (paired, Measurement.percentiles(
+            name, "request-response-grouped-\(count)-latency", runs: latencies,
+            detail: "\(count) instances: one sendAndWait, from the call to its return (acknowledged: committed and synced)"))
     }
 
     static func requestResponse(_ mode: DurableConfiguration.Mode, instances count: Int, window: Double, runs: Int) throws -> Measurement {
@@ -247,9 +271,30 @@ enum ServiceScenario {
     }
 }
 
-/// A total added to from the client tasks' group, read once they are done.
+/// What client tasks looping on requests got done: acknowledged requests per second, and the
+/// latency of each.
+struct ClientLoad {
+    let perSecond: Double
+    let latencies: Histogram<UInt64>
+}
+
+/// The acknowledged requests' latencies, added to from the client tasks' group, read once they
+/// are done (and the clock stopped: the histogram is made then).
 final class AcknowledgedCount: Sendable {
-    private let total = Mutex(0)
-    func add(_ count: Int) { total.withLock { $0 += count } }
-    var value: Int { total.withLock { $0 } }
+    private let clients = Mutex<[[UInt64]]>([])
+
+    /// Adds one client's acknowledged requests, by their latencies in nanoseconds.
+    func add(_ latencies: [UInt64]) {
+        clients.withLock { $0.append(latencies) }
+    }
+
+    var value: (count: Int, latencies: Histogram<UInt64>) {
+        clients.withLock { clients in
+            var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000_000, numberOfSignificantValueDigits: .three)
+            for latencies in clients {
+                for latency in latencies { _ = histogram.record(latency) }
+            }
+            return (clients.reduce(0) { $0 + $1.count }, histogram)
+        }
+    }
 }

@@ -31,12 +31,7 @@ enum SignalsScenario {
 
     /// Percentile measurements (in µs) from one histogram per run.
     static func percentiles(_ caseName: String, runs: [Histogram<UInt64>], detail: String) -> [Measurement] {
-        [(50.0, "p50"), (99.0, "p99"), (99.9, "p99.9")].map { percentile, label in
-            let samples = runs.map { Double($0.valueAtPercentile(percentile)) / 1000 }.sorted()
-            return Measurement(scenario: name, case: "\(caseName)-\(label)", metric: "latency_us",
-                               median: samples[samples.count / 2], min: samples.first!, max: samples.last!,
-                               runs: samples.count, ratio: nil, ratioTo: nil, detail: detail)
-        }
+        Measurement.percentiles(name, caseName, runs: runs, detail: detail)
     }
 
     /// One process posts `pings` times, each after the previous delivery (and `pause` µs more);
