@@ -30,11 +30,9 @@ public final class SignalCenter: Sendable {
     let dispatcher: SignalDispatcher
     /// The workflow store whose backend keeps the signals.
     public let store: WorkflowStore
-    /// Whether ``stop()`` was called.
-    private let stopped = Lock(false)
-    /// The number of this center's handler in its store's ``WorkflowStore/close()`` (`nil`
-    /// before it is registered, or once the center stopped).
-    private let closingHandler = Lock<UInt64?>(nil)
+    /// Whether ``stop()`` was called, and the number of this center's handler in its store's
+    /// ``WorkflowStore/close()`` (`nil` before it is registered, or once the center stopped).
+    private let run = Lock<(stopped: Bool, closingHandler: UInt64?)>((false, nil))
 
     private init(store: WorkflowStore, processIdentity: String, runID: String, configuration: SignalConfiguration) throws(SignalError) {
         self.store = store
@@ -75,7 +73,7 @@ public final class SignalCenter: Sendable {
         center.dispatcher.start(center: center)
         // Closing the store ends the run first, while its consumers can still be removed.
         let handler = store.whenClosing { [weak center] in try? center?.stop() }
-        center.closingHandler.withLock { $0 = handler }
+        center.run.withLock { $0.closingHandler = handler }
         return center
     }
 
@@ -84,15 +82,13 @@ public final class SignalCenter: Sendable {
     /// A run whose consumers could not be removed (the store failed) has them removed at the
     /// next open of the store by this process identity (the run is over).
     public func stop() throws {
-        guard stopped.withLock({ stopped in
-            defer { stopped = true }
-            return !stopped
-        }) else { return }
+        let (alreadyStopped, handler) = run.withLock { run in
+            defer { run = (true, nil) }
+            return run
+        }
+        guard !alreadyStopped else { return }
         // The store's close need not end this run any more.
-        if let handler = closingHandler.withLock({ id in
-            defer { id = nil }
-            return id
-        }) { store.forgetClosingHandler(handler) }
+        if let handler { store.forgetClosingHandler(handler) }
         dispatcher.stop()
         RunLiveness.end(runID)
         guard !store.backend.isReadOnly else { return }

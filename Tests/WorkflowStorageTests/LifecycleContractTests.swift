@@ -32,6 +32,24 @@ struct LifecycleContractTests {
         #expect(try store.verify(id: "o1", as: Checkout.self, configuration: checkout()).isConsistent)
     }
 
+    @Test("closing the store under a running host fails the host at its next commit with kind closed, nothing of it written; a durable store opened again resumes the instance as committed",
+          arguments: BackendKind.allCases)
+    func closeUnderRunningHost(kind: BackendKind) async throws {
+        let fresh = try kind.make(), store = fresh.store
+        let host = try store.start(DurableCounter(), id: "c", configuration: counter())
+        #expect(await host.rendering.sink.sendAndWait(.init(amount: 1)))
+        try store.close()
+        #expect(await host.rendering.sink.sendAndWait(.init(amount: 5)) == false)
+        let failure = host.failure as? DurableError
+        #expect(failure?.kind == .storage && failure?.storageFailure?.kind == .closed, "\(String(describing: host.failure))")
+        guard let reopen = fresh.reopen else { return }
+        let reopened = WorkflowStore(backend: try reopen())
+        defer { try? reopened.close() }
+        let resumed = try reopened.resume(id: "c", as: DurableCounter.self, configuration: counter())
+        #expect(resumed.rendering.state == .init(count: 1, applied: 1))
+        await resumed.stopAndWait()
+    }
+
     @Test("start(with:) an action the registry cannot decode writes nothing", arguments: BackendKind.allCases)
     func startWithUnregisteredAction(kind: BackendKind) async throws {
         let fresh = try kind.make(), store = fresh.store
