@@ -172,7 +172,7 @@ final class CommitPipeline: Sendable {
                 continue
             }
             while true {
-                commitRound(round)
+                commitRound(round, onCommitter: false)
                 enum Next { case done, handOver, wait, round([LogWriter]) }
                 let next = state.withLock { state -> Next in
                     if writer.isSettled {
@@ -214,7 +214,7 @@ final class CommitPipeline: Sendable {
                 return taken
             }
             if round.isEmpty { return }
-            last = pulls ? commitRound(round, gatheringAfter: last) : commitRound(round)
+            last = pulls ? commitRound(round, gatheringAfter: last) : commitRound(round, onCommitter: true)
         }
     }
 
@@ -249,10 +249,12 @@ final class CommitPipeline: Sendable {
     }
 
     /// Takes the waiting batches of `writers` (each now in flight in this round alone), writes
-    /// them in one transaction and settles them; then they may go in another round.
+    /// them in one transaction and settles them; then they may go in another round. `onCommitter`:
+    /// this thread is a background committer, which may release a settled idle host itself
+    /// (`JournalListener.journalDidCommit(through:onCommitter:)`); a host's thread does not.
     /// Returns how many writers the round took.
     @discardableResult
-    private func commitRound(_ writers: [LogWriter]) -> Int {
+    private func commitRound(_ writers: [LogWriter], onCommitter: Bool) -> Int {
         var round = RoundInFlight(writers: writers)
         guard let store = round.store else { return end(&round) }
         let started = ContinuousClock.now
@@ -260,11 +262,11 @@ final class CommitPipeline: Sendable {
         // Nothing to write when every participant failed to encode.
         let written = request.changes.isEmpty
             ? RoundInFlight.Written() : round.record(Result { () throws(StorageFailure) in try store.backend.commit(request) })
-        return settle(&round, written: written, store: store, duration: ContinuousClock.now - started)
+        return settle(&round, written: written, store: store, duration: ContinuousClock.now - started, onCommitter: onCommitter)
     }
 
-    /// As ``commitRound(_:)``, on a backend that writes each part of a commit as it is handed
-    /// over: the round starts with `writers` and, while they are written, takes in the writers
+    /// As ``commitRound(_:onCommitter:)`` on a background committer, on a backend that writes each
+    /// part of a commit as it is handed over: the round starts with `writers` and, while they are written, takes in the writers
     /// that come back, as ``RoundGathering`` says after a round of `last`. The writers waiting
     /// when a part is asked for go in at once: writing them keeps the committer busy where a
     /// pause would leave it idle.
@@ -278,7 +280,9 @@ final class CommitPipeline: Sendable {
         let limit = started + RoundGathering.limit
         var ending = false
         let first = round.request(from: 0)
-        guard !first.changes.isEmpty else { return settle(&round, written: RoundInFlight.Written(), store: store, duration: .zero) }
+        guard !first.changes.isEmpty else {
+            return settle(&round, written: RoundInFlight.Written(), store: store, duration: .zero, onCommitter: true)
+        }
         let outcomes = Result { () throws(StorageFailure) in
             try store.backend.commit(first) { () -> CommitRequest? in
                 if ending { return nil }
@@ -300,12 +304,14 @@ final class CommitPipeline: Sendable {
             }
         }
         let written = round.record(outcomes)
-        return settle(&round, written: written, store: store, duration: ContinuousClock.now - started)
+        return settle(&round, written: written, store: store, duration: ContinuousClock.now - started, onCommitter: true)
     }
 
     /// Records the round's commit, settles its participants, and lets its writers go in another
     /// round. Returns how many writers the round took.
-    private func settle(_ round: inout RoundInFlight, written: RoundInFlight.Written?, store: WorkflowStore, duration: Duration) -> Int {
+    private func settle(
+        _ round: inout RoundInFlight, written: RoundInFlight.Written?, store: WorkflowStore, duration: Duration, onCommitter: Bool
+    ) -> Int {
         if let written {
             store.metrics.committed(entries: written.entries, actions: written.actions, instances: written.instances, duration: duration)
         } else {
@@ -321,7 +327,7 @@ final class CommitPipeline: Sendable {
         for index in participants.indices {
             let writer = participants[index].writer
             if participants[index].failure == nil, !participants[index].hasAttachmentsOrSpans { writer.recycle(&participants[index]) }
-            writer.settle(&participants[index], duration: duration)
+            writer.settle(&participants[index], duration: duration, onCommitter: onCommitter)
         }
         for index in participants.indices where !participants[index].batches.isEmpty {
             let writer = participants[index].writer

@@ -166,7 +166,7 @@ final class LogWriter: Sendable {
     /// For the pipeline's committer, once the round is over: records the outcome, tells
     /// observers, attachments and the host, and wakes a thread waiting for it. The participant
     /// is only read (taken in place: a copy would retain everything it holds).
-    func settle(_ participant: inout CommitParticipant, duration: Duration) {
+    func settle(_ participant: inout CommitParticipant, duration: Duration, onCommitter: Bool) {
         let last = participant.lastSequence ?? committedThrough
         if participant.failure == nil {
             record.withLock { $0 = participant.record }
@@ -212,7 +212,7 @@ final class LogWriter: Sendable {
         if let failure = participant.failure {
             participant.listener?.journalDidFail(failure)
         } else {
-            participant.listener?.journalDidCommit(through: last)
+            participant.listener?.journalDidCommit(through: last, onCommitter: onCommitter)
         }
     }
 

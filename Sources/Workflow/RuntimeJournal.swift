@@ -65,8 +65,10 @@ package enum CommitUrgency: Sendable {
 
 /// What a journal tells the runtime from outside its calls (any thread).
 package protocol JournalListener: AnyObject, Sendable {
-    /// Every entry up to `sequence` is committed.
-    func journalDidCommit(through sequence: UInt64)
+    /// Every entry up to `sequence` is committed. `onCommitter`: the call comes from a thread that
+    /// only commits (a background committer of the store's commits, not a host's thread), which
+    /// may then release what the commit held back itself, when doing so runs nothing of the host's.
+    func journalDidCommit(through sequence: UInt64, onCommitter: Bool)
     /// A background commit failed: the host must stop without releasing anything uncommitted.
     func journalDidFail(_ error: any Error)
     /// A commit the journal held back (``CommitProgress/held``) is now due.

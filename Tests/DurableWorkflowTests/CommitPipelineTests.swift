@@ -1,5 +1,6 @@
 import DurableWorkflow
 import Foundation
+import Synchronization
 import TestSupport
 import TestWorkflows
 import Testing
@@ -196,6 +197,56 @@ struct CommitPipelineTests {
             await host.stopAndWait()
         }
         await holder.stopAndWait()
+    }
+
+    @Test("a host's rendering observer that blocks holds up neither the store's commits nor the other instances' awaited actions: a committer never runs a host's callbacks")
+    func blockedObserverHoldsNoCommit() async throws {
+        let dir = TemporaryDirectory("pipeline-blocked-observer")
+        let store = try WorkflowStore.open(path: dir.path)
+        let observed = try store.start(DurableCounter(), id: "observed", configuration: counterConfiguration(.grouped))
+        let others = try (0..<8).map { try store.start(DurableCounter(), id: "other\($0)", configuration: counterConfiguration(.grouped)) }
+        // The observer blocks the thread that calls it (no test task's: it waits asynchronously).
+        let entered = Mutex(false), opened = DispatchSemaphore(value: 0)
+        let observation = observed.observeRenderings { rendering in
+            guard rendering.state.count == 1 else { return }
+            entered.withLock { $0 = true }
+            opened.wait()
+        }
+        let blocked = Task { await observed.rendering.sink.sendAndWait(.init(amount: 1)) }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !entered.withLock({ $0 }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(entered.withLock { $0 }, "the observer was called")
+        // While the observer blocks the thread releasing its host's commit, the others' actions
+        // are committed and acknowledged, many rounds of them.
+        let acknowledged = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await withTaskGroup(of: Void.self) { clients in
+                    for host in others {
+                        clients.addTask {
+                            for _ in 0..<20 { _ = await host.rendering.sink.sendAndWait(.init(amount: 1)) }
+                        }
+                    }
+                }
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(60))
+                return false
+            }
+            let first = await group.next() ?? false
+            // Timed out: the observer lets go, so that whatever it held up can end.
+            if !first { opened.signal() }
+            group.cancelAll()
+            return first
+        }
+        #expect(acknowledged, "the other instances' actions were acknowledged while the observer blocked")
+        if acknowledged { opened.signal() }
+        #expect(await blocked.value)
+        #expect(observed.rendering.state.count == 1)
+        for host in others { #expect(host.rendering.state.count == 20) }
+        observation.cancel()
+        await observed.stopAndWait()
+        for host in others { await host.stopAndWait() }
     }
 
     @Test("50 instances, each driven by its own task with sendAndWait and sends, keep dense, ordered logs that resume to their live state; their snapshots agree with full replay")

@@ -91,12 +91,56 @@ extension WorkflowRuntime {
 
     // MARK: JournalListener (any thread)
 
-    // The journal calls these from its background worker or a timer: they never make that thread
-    // the drainer, so a worker does not end up applying the host's actions instead of committing,
-    // and a host keeps the thread it runs on.
+    // The journal calls these from its committer or a timer: they never make that thread apply
+    // the host's actions (a committer does not end up applying them instead of committing, and a
+    // host keeps the thread it runs on), nor run the host's callbacks, workers or side effects.
 
-    func journalDidCommit(through sequence: UInt64) {
+    func journalDidCommit(through sequence: UInt64, onCommitter: Bool) {
+        if onCommitter, releaseCommittedAtOnce(through: sequence) { return }
         enqueueInBackground(.committed(sequence))
+    }
+
+    /// Releases what the commit through `sequence` held back on the calling thread (a committer's),
+    /// when the host is idle (nothing queued, no thread draining, nothing pending) and the release runs
+    /// none of the host's callbacks, workers, side effects or its finish: it then only publishes
+    /// renderings, delivers outputs to their streams and resumes the awaiting senders. Returns
+    /// false, having done nothing, when the host is not idle; a release that would run more is
+    /// queued for a background drain, as ``enqueueInBackground(_:)`` does.
+    ///
+    /// A client awaiting its action is then resumed by the committer that settled it, without
+    /// waiting for a thread to drain its host first. (A host's thread that committed for others
+    /// leaves their releases to other threads, and goes back to its own host.)
+    private func releaseCommittedAtOnce(through sequence: UInt64) -> Bool {
+        let claimed = inbox.withLock { inbox -> Bool in
+            guard !inbox.draining, inbox.queue.isEmpty else { return false }
+            inbox.draining = true
+            return true
+        }
+        guard claimed else { return false }
+        drainerThread.store(currentThread(), ordering: .relaxed)
+        let plain = releasesPlainly(through: sequence)
+        if plain {
+            while !sealed.isEmpty, sealed[0].through <= sequence { releaseSealed(takeOldestSealed()) }
+        }
+        let queued = inbox.withLock { inbox -> Bool in
+            if !plain { inbox.queue.append(.committed(sequence)) }
+            drainerThread.store(0, ordering: .relaxed)
+            inbox.draining = false
+            return !inbox.queue.isEmpty
+        }
+        if queued { backgroundDrains.async { self.drainIfIdle() } }
+        return true
+    }
+
+    /// Whether releasing the batches committed through `sequence` runs nothing of the host's
+    /// (callbacks, workers, side effects, its finish) and leaves nothing for a drain to do.
+    private func releasesPlainly(through sequence: UInt64) -> Bool {
+        guard callbacks.isEmpty, openBatch == .empty else { return false }
+        if case .recorded = finish { return false }
+        for index in sealed.indices where sealed[index].through <= sequence {
+            if !sealed[index].effects.isEmpty { return false }
+        }
+        return true
     }
 
     func journalDidFail(_ error: any Error) {
