@@ -119,9 +119,7 @@ extension WorkflowRuntime {
         guard claimed else { return false }
         drainerThread.store(currentThread(), ordering: .relaxed)
         let plain = releasesPlainly(through: sequence)
-        if plain {
-            while !sealed.isEmpty, sealed[0].through <= sequence { releaseSealed(takeOldestSealed()) }
-        }
+        if plain { process(.committed(sequence)) }
         let queued = inbox.withLock { inbox -> Bool in
             if !plain { inbox.queue.append(.committed(sequence)) }
             drainerThread.store(0, ordering: .relaxed)

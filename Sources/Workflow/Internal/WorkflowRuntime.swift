@@ -35,7 +35,10 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     // `failureState` has its own lock; the rest is immutable or thread-safe. The `JournalListener`
     // methods, called from a journal's writer or timer thread, touch only `failureState` (its lock)
     // and the inbox (`enqueueInBackground`, under the inbox lock): drainer-only state is reached
-    // through the items they enqueue, by whichever thread drains next.
+    // through the items they enqueue, by whichever thread drains next. The one exception,
+    // `journalDidCommit` on a background committer (`releaseCommittedAtOnce`), first claims the
+    // drainer role under the inbox lock as a drain does (only when nobody holds it), and gives it
+    // back under that lock: it is then the drainer, by the same hand-over.
 
     let inbox = Lock(Inbox())
     /// Where the drainer moves the item it pops (drainer-only): popping an optional item made a
