@@ -44,14 +44,12 @@ final class CommitPipeline: Sendable {
         let concurrency: Int
         /// Writers with batches waiting, each once, in the order they first handed one in.
         var ready: [LogWriter] = []
-        /// Writers taken by a round that has not ended.
-        var inFlight: Set<ObjectIdentifier> = []
         /// Hosts' threads blocked until a round of another committer settles their writer (a
         /// commit that must be durable before it returns): no committer gathers while one waits.
         var blockedHosts = 0
 
         /// Whether a waiting writer can go in a new round now.
-        var hasTakeable: Bool { ready.contains { !inFlight.contains(ObjectIdentifier($0)) } }
+        var hasTakeable: Bool { ready.contains { !$0.inRound.load(ordering: .relaxed) } }
 
         /// Whether at least `count` waiting writers are not in flight (it stops counting there).
         func hasTakeable(atLeast count: Int) -> Bool { takeable(upTo: count) >= count }
@@ -59,7 +57,7 @@ final class CommitPipeline: Sendable {
         /// How many waiting writers are not in flight, counted up to `limit`.
         func takeable(upTo limit: Int) -> Int {
             var found = 0
-            for writer in ready where !inFlight.contains(ObjectIdentifier(writer)) {
+            for writer in ready where !writer.inRound.load(ordering: .relaxed) {
                 found += 1
                 if found >= limit { break }
             }
@@ -83,7 +81,12 @@ final class CommitPipeline: Sendable {
         mutating func takeRound() -> [LogWriter] {
             var taken: [LogWriter] = [], kept: [LogWriter] = []
             for writer in ready {
-                if inFlight.insert(ObjectIdentifier(writer)).inserted { taken.append(writer) } else { kept.append(writer) }
+                if writer.inRound.load(ordering: .relaxed) {
+                    kept.append(writer)
+                } else {
+                    writer.inRound.store(true, ordering: .relaxed)
+                    taken.append(writer)
+                }
             }
             ready = kept
             return taken
@@ -339,7 +342,7 @@ final class CommitPipeline: Sendable {
     /// Lets the round's writers go in another round; returns how many there were.
     private func end(_ round: inout RoundInFlight) -> Int {
         state.withLock { state in
-            for writer in round.writers { state.inFlight.remove(ObjectIdentifier(writer)) }
+            for writer in round.writers { writer.inRound.store(false, ordering: .relaxed) }
         }
         return round.writers.count
     }
@@ -475,8 +478,9 @@ struct CommitParticipant {
 
     /// The batches, which the participant no longer holds (once it is settled).
     mutating func takeBatches() -> [CommitBatch] {
-        defer { batches = [] }
-        return batches
+        var taken: [CommitBatch] = []
+        swap(&taken, &batches)
+        return taken
     }
 
     init(writer: LogWriter, batches: [CommitBatch], listener: (any JournalListener)?, record: StoredInstance) {

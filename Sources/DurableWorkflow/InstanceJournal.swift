@@ -193,8 +193,9 @@ final class InstanceJournal: RuntimeJournal {
     /// settled batch the writer kept, emptied, or else a new one with room for as many entries (a
     /// steady stream fills batches alike), and the timer forgets it.
     private func takePending() -> CommitBatch {
-        let batch = pending
-        pending = writer.takeSpare() ?? CommitBatch(capacity: batch.entries.count)
+        // Swapped out rather than copied: a copy retains each of the batch's arrays and objects.
+        var batch = writer.takeSpare() ?? CommitBatch(capacity: pending.entries.count)
+        swap(&batch, &pending)
         if pendingTimed {
             timer.release()
             pendingTimed = false

@@ -28,6 +28,10 @@ final class LogWriter: Sendable {
     private let settled = DispatchSemaphore(value: 0)
     /// The last sequence committed.
     private let committed: Atomic<UInt64>
+    /// Whether a round of the pipeline has taken this writer and not ended: read and written only
+    /// under the pipeline's lock, which orders every access (an atomic only so that the class
+    /// stays `Sendable` without a lock of its own).
+    let inRound = Atomic<Bool>(false)
 
     /// Batches waiting for the pipeline, and where they stand.
     private struct HandOffs {
@@ -224,18 +228,22 @@ final class LogWriter: Sendable {
         var batches = participant.takeBatches()
         guard var batch = batches.popLast(), batch.emptyForReuse() else { return }
         batches.removeAll(keepingCapacity: true)
+        // Swapped in rather than assigned: a batch holds several arrays and objects, and a copy
+        // retains each of them (then releases them with the original).
+        var spare = Optional(consume batch)
         handedOff.withLock { state in
             guard !state.closed, state.failure == nil else { return }
-            if state.spare == nil { state.spare = batch }
-            if state.waiting.isEmpty, state.waiting.capacity == 0 { state.waiting = batches }
+            if state.spare == nil { swap(&state.spare, &spare) }
+            if state.waiting.isEmpty, state.waiting.capacity == 0 { swap(&state.waiting, &batches) }
         }
     }
 
     /// A settled batch, emptied, for the host's next (`nil` when none is spare).
     func takeSpare() -> CommitBatch? {
         handedOff.withLock { state in
-            defer { state.spare = nil }
-            return state.spare
+            var spare: CommitBatch?
+            swap(&spare, &state.spare)
+            return spare
         }
     }
 

@@ -8,6 +8,8 @@ public struct LogRecords: Sendable {
     public private(set) var bytes: [UInt8] = []
     /// Where each record ends in `bytes`.
     public private(set) var ends: [Int] = []
+    /// What ``append(size:_:)`` extends `bytes` with before a record is written over it.
+    private static let zeros = [UInt8](repeating: 0, count: 1024)
 
     /// No records yet; the first one appended will have `firstSequence`.
     public init(firstSequence: UInt64, capacity: Int = 0) {
@@ -38,7 +40,13 @@ public struct LogRecords: Sendable {
     /// every byte it is given).
     public mutating func append(size: Int, _ fill: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
         let start = bytes.count
-        bytes.append(contentsOf: repeatElement(0, count: size))
+        // Made room for with copies of a zeroed buffer: a repeated byte is appended one at a time.
+        var remaining = size
+        while remaining > 0 {
+            let chunk = min(remaining, Self.zeros.count)
+            bytes.append(contentsOf: Self.zeros[..<chunk])
+            remaining -= chunk
+        }
         try bytes.withUnsafeMutableBytes { all in
             try fill(UnsafeMutableRawBufferPointer(rebasing: all[start..<(start + size)]))
         }

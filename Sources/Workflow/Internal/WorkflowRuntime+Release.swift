@@ -29,14 +29,17 @@ extension WorkflowRuntime {
         case .held:
             if openBatch == .empty { openBatch = .held }
         case .committing:
+            // The waiters move into the sealed batch, whose array comes back for the next ones
+            // once it is released (``releaseSealed(_:)``).
+            var completions: [CheckedContinuation<SendError?, Never>] = []
+            swap(&completions, &pendingCompletions)
             sealed.append(SealedRelease(
                 through: context.currentSequence, renderings: pendingRenderings.count - sealedRenderings,
                 outputs: pendingOutputs.count - sealedOutputs, effects: context.effects,
-                completions: pendingCompletions, flushes: pendingFlushes))
+                completions: completions, flushes: pendingFlushes))
             sealedRenderings = pendingRenderings.count
             sealedOutputs = pendingOutputs.count
             context.effects = EffectBatch()
-            pendingCompletions.removeAll()
             pendingFlushes.removeAll()
             openBatch = .empty
         }
@@ -49,10 +52,13 @@ extension WorkflowRuntime {
     }
 
     /// Releases what a batch committed in the background held back, in the order it was held.
-    func releaseSealed(_ batch: SealedRelease) {
+    func releaseSealed(_ batch: consuming SealedRelease) {
         setPhase(.releasing)
-        var effects = batch.effects
-        effects.release(queue: self, observers: context.observers)
+        // Copied only when there is something to release: a copy retains each of its arrays.
+        if !batch.effects.isEmpty {
+            var effects = batch.effects
+            effects.release(queue: self, observers: context.observers)
+        }
         if callbacks.isEmpty {
             // Closures rather than the methods themselves: a method reference is a context
             // allocated for each call.
@@ -63,10 +69,19 @@ extension WorkflowRuntime {
         sealedRenderings -= batch.renderings
         if batch.outputs > 0 { deliverOutputs(prefix: batch.outputs) }
         for completion in batch.completions { completion.resume(returning: nil) }
+        // The array goes back for the next waiters when none came meanwhile: each awaited action
+        // would otherwise allocate one on the host's thread and free it on the committer's.
+        if pendingCompletions.isEmpty, pendingCompletions.capacity == 0, batch.completions.capacity <= Self.recycledCompletions {
+            batch.completions.removeAll(keepingCapacity: true)
+            swap(&pendingCompletions, &batch.completions)
+        }
         for flush in batch.flushes { flush.resume() }
         if case .recorded(let through) = finish, through <= batch.through { settleFinish() }
         setPhase(.idle)
     }
+
+    /// The most waiters an array handed back by ``releaseSealed(_:)`` has room for.
+    static var recycledCompletions: Int { 16 }
 
     /// Publishes pending renderings (each, in order), delivers outputs, stops and starts workers
     /// and side effects, and resumes waiters.
