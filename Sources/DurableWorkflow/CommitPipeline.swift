@@ -427,8 +427,7 @@ private struct RoundInFlight {
             var written = Written()
             for (index, outcome) in zip(requested, outcomes) {
                 switch outcome {
-                case .committed(let record):
-                    participants[index].record = record
+                case .committed:
                     written.instances += 1
                     written.entries += participants[index].entryCount
                     written.actions += participants[index].actionCount
@@ -459,8 +458,6 @@ struct CommitParticipant {
     let writer: LogWriter
     private(set) var batches: [CommitBatch]
     let listener: (any JournalListener)?
-    /// The index record as committed before this round; after writing, as this round leaves it.
-    var record: StoredInstance
     /// The entries written, for observers (only when the instance has some).
     var written: [LogEntry] = []
     /// Why the participant's batches were not written.
@@ -483,11 +480,10 @@ struct CommitParticipant {
         return taken
     }
 
-    init(writer: LogWriter, batches: [CommitBatch], listener: (any JournalListener)?, record: StoredInstance) {
+    init(writer: LogWriter, batches: [CommitBatch], listener: (any JournalListener)?) {
         self.writer = writer
         self.batches = batches
         self.listener = listener
-        self.record = record
         var first: UInt64?, last: UInt64?, entries = 0, actions = 0, finishes = false, extras = false
         for index in batches.indices {
             if let sequence = batches[index].entries.first?.sequence, first == nil { first = sequence }

@@ -18,9 +18,8 @@ final class LogWriter: Sendable {
     let instanceID: String
     let configuration: DurableConfiguration
     private let owner: InstanceOwner
-    /// The index record as last committed: the pipeline's committer (one at a time) reads it when
-    /// it takes this writer's batches and replaces it once they are committed.
-    private let record: Lock<StoredInstance>
+    /// The backend's key for the instance, which its commits name it by (it never changes).
+    let instanceKey: UInt64
     private let handedOff = Lock(HandOffs())
     /// Signalled when the committer takes the waiting batches while the host waits for room.
     private let room = DispatchSemaphore(value: 0)
@@ -82,7 +81,7 @@ final class LogWriter: Sendable {
         self.owner = record.claim
         self.configuration = configuration
         self.committed = Atomic(record.lastSequence)
-        self.record = Lock(record)
+        instanceKey = record.key
         handedOff.withLock { $0.lastHandedIn = record.lastSequence }
     }
 
@@ -149,8 +148,8 @@ final class LogWriter: Sendable {
         if wait { settled.wait() }
     }
 
-    /// For the pipeline's committer: the waiting batches, now in flight, with the record as last
-    /// committed; `nil` when nothing waits (closed, failed, or taken already).
+    /// For the pipeline's committer: the waiting batches, now in flight; `nil` when nothing waits
+    /// (closed, failed, or taken already).
     func takeForCommit() -> CommitParticipant? {
         var wakeHost = false
         let taken = handedOff.withLock { state -> (batches: [CommitBatch], listener: (any JournalListener)?)? in
@@ -164,7 +163,7 @@ final class LogWriter: Sendable {
         }
         if wakeHost { room.signal() }
         guard let taken else { return nil }
-        return CommitParticipant(writer: self, batches: taken.batches, listener: taken.listener, record: record.withLock { $0 })
+        return CommitParticipant(writer: self, batches: taken.batches, listener: taken.listener)
     }
 
     /// For the pipeline's committer, once the round is over: records the outcome, tells
@@ -173,7 +172,6 @@ final class LogWriter: Sendable {
     func settle(_ participant: inout CommitParticipant, duration: Duration, onCommitter: Bool) {
         let last = participant.lastSequence ?? committedThrough
         if participant.failure == nil {
-            record.withLock { $0 = participant.record }
             committed.store(last, ordering: .releasing)
             for observer in configuration.observers {
                 for entry in participant.written { observer.didAppend(entry, instance: instanceID) }
@@ -320,7 +318,7 @@ final class LogWriter: Sendable {
             for attachment in batches[index].attachments { marks.append(attachment.deliveryMark) }
         }
         var changes = InstanceChanges(
-            id: instanceID, key: participant.record.key, claim: owner, entries: records, updated: updated)
+            id: instanceID, key: instanceKey, claim: owner, entries: records, updated: updated)
         changes.snapshots = snapshots
         changes.deliveryMarks = marks
         if participant.finishes { changes.status = .completed }

@@ -84,10 +84,11 @@ extension LMDBStorage {
                     index += 1
                     instances += changesOfPart.count
                     let manyInstances = instances >= Self.journalFanIn
-                    for changes in changesOfPart {
-                        let journaled = manyInstances && changes.entries.count <= Self.journalEntriesPerInstance
+                    // By index: a `for` loop would copy each instance's changes (and retain all they hold).
+                    for position in changesOfPart.indices {
+                        let journaled = manyInstances && changesOfPart[position].entries.count <= Self.journalEntriesPerInstance
                         written.outcomes.append(try write(
-                            changes, journaled: journaled, journal: &journal, journalCursor, state: state, signals: signals,
+                            changesOfPart[position], journaled: journaled, journal: &journal, journalCursor, state: state, signals: signals,
                             tails: &tails, in: txn))
                     }
                 }
