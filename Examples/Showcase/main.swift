@@ -53,14 +53,18 @@ func runService(store path: String) -> Never {
         for (job, files) in jobs.sorted(by: { $0.key < $1.key }) {
             let existing = try store.instance(id: job)
             if existing?.status == .completed { continue }
+            // What a resumed job had done is what its log says, read before its host starts: a
+            // started host may apply a signal posted meanwhile before its rendering is read here,
+            // and that delivery must still be told below.
+            let replayed = try existing.map { _ in try store.state(of: job, as: UploadJob.self, configuration: configuration).rootState(as: UploadJob.State.self) }
             // Started with its first action in one commit, or resumed by replay.
             let host = try store.startOrResume(
                 UploadJob(job: job, files: files, confirmation: signal(for: job), holdSeconds: holdSeconds), id: job,
                 with: UploadJob.Begin(), configuration: configuration)
             hosts[job] = host
-            if let existing {
-                reported[job] = host.rendering.state
-                let done = host.rendering.state.uploaded
+            if let existing, let replayed {
+                reported[job] = replayed
+                let done = replayed.uploaded
                 say("\(job): resumed by replaying \(existing.lastSequence) log entries"
                     + (done.isEmpty ? "" : " (already uploaded: \(done.joined(separator: ", ")))"))
             } else {
