@@ -269,10 +269,10 @@ final class CommitPipeline: Sendable {
     }
 
     /// As ``commitRound(_:onCommitter:)`` on a background committer, on a backend that writes each
-    /// part of a commit as it is handed over: the round starts with `writers` and, while they are written, takes in the writers
-    /// that come back, as ``RoundGathering`` says after a round of `last`. The writers waiting
-    /// when a part is asked for go in at once: writing them keeps the committer busy where a
-    /// pause would leave it idle.
+    /// part of a commit as it is handed over: the round starts with `writers` and, while they are
+    /// written, takes in the writers that come back, as ``RoundGathering`` says after a round of
+    /// `last`. The writers waiting when a part is asked for go in at once: writing them keeps the
+    /// committer busy where a pause would leave it idle.
     private func commitRound(_ writers: [LogWriter], gatheringAfter last: Int) -> Int {
         var round = RoundInFlight(writers: writers)
         guard let store = round.store else { return end(&round) }

@@ -25,21 +25,17 @@ import Darwin
 // @unchecked Sendable: the drainer-only state (`popped`, the pending and sealed releases, the open
 // batch, callbacks, the run and finish state, the tree in `context` and `root`) is read and
 // written only by the drainer, one thread at a time: a thread becomes the drainer and stops being
-// it under `inbox`'s lock, so each drainer sees the writes of the one before. Everything else is
-// a constant, a `Lock`, an atomic, or Sendable itself (the publisher, the streams, the journal).
+// it under `inbox`'s lock (`draining`), so each drainer sees the writes of the one before.
+// Everything else is a constant, a `Lock`, an atomic, or Sendable itself (the publisher, the
+// streams, the journal). The `JournalListener` methods, called from a journal's committer or
+// timer thread, touch only `failureState` (its lock) and the inbox (`enqueueInBackground`, under
+// its lock): drainer-only state is reached through the items they enqueue, by whichever thread
+// drains next. The one exception, `journalDidCommit` on a background committer
+// (`releaseCommittedAtOnce`), claims the drainer role under the inbox lock as a drain does (only
+// when nobody holds it) and gives it back under that lock: it is the drainer meanwhile, by the
+// same hand-over.
 final class WorkflowRuntime<Root: Workflow & Sendable>: ActionQueue, JournalListener, @unchecked Sendable
 where Root.Rendering: Sendable, Root.Output: Sendable {
-    // @unchecked Sendable: the stored properties marked "drainer-only" are touched only by the
-    // current drainer. The `inbox` mutex hands the drainer role to one thread at a time
-    // (`draining`), and its lock/unlock orders each drainer's writes before the next one's reads.
-    // `failureState` has its own lock; the rest is immutable or thread-safe. The `JournalListener`
-    // methods, called from a journal's writer or timer thread, touch only `failureState` (its lock)
-    // and the inbox (`enqueueInBackground`, under the inbox lock): drainer-only state is reached
-    // through the items they enqueue, by whichever thread drains next. The one exception,
-    // `journalDidCommit` on a background committer (`releaseCommittedAtOnce`), first claims the
-    // drainer role under the inbox lock as a drain does (only when nobody holds it), and gives it
-    // back under that lock: it is then the drainer, by the same hand-over.
-
     let inbox = Lock(Inbox())
     /// Where the drainer moves the item it pops (drainer-only): popping an optional item made a
     /// `nil` to destroy through value witnesses on every send to an idle host.
