@@ -146,8 +146,9 @@ enum PostgresScenario {
     }
 
     /// A restart: `resumeAll` of `instances` instances, each with a snapshot and a log tail to
-    /// replay after it (as the recovery scenario's), against raw reads of as many instances' rows,
-    /// one query per instance, through one connection; each run pairs the two.
+    /// replay after it (as the recovery scenario's), against raw claims and reads of as many
+    /// instances (``RawTable/claimAndReadEach(instances:on:owner:)``) on as many connections at
+    /// once as `resumeAll` uses; each run pairs the two.
     static func resumeAll(instances total: Int, server: PostgresConfiguration, table: RawTable, runs: Int) throws -> [Measurement] {
         var configuration = server
         configuration.schema = BenchSchemas.new("wfbench_")
