@@ -7,11 +7,20 @@ extension PostgresStorage {
     public func commit(_ request: CommitRequest) throws(StorageFailure) -> [CommitOutcome] {
         guard !request.changes.isEmpty else { return [] }
         try requireLease("commit")
-        var keys: [Int64] = [], ids: [String] = [], pids: [Int32] = [], starts: [Int64] = [], tokens: [Int64] = []
-        var firsts: [Int64] = [], counts: [Int32] = [], updated: [Int64] = [], snapshotMaxima: [Int64] = [], statuses: [Int16] = []
-        var entryOwners: [Int32] = [], entrySequences: [Int64] = [], records: [ByteBuffer] = []
-        var snapshotOwners: [Int32] = [], snapshotSequences: [Int64] = [], snapshots: [ByteBuffer] = []
-        var markOwners: [Int32] = [], markConsumers: [UUID] = [], markVersions: [Int64] = [], markTerminates: [Bool] = [], markKeep: [Int32] = []
+        // Each column of the request as an array parameter, written as the request is read.
+        let instances = request.changes.count, entries = request.changes.reduce(0) { $0 + $1.entries.count }
+        var keys = PostgresArrayParameter.int8(capacity: instances), ids = PostgresArrayParameter.text(capacity: instances)
+        var pids = PostgresArrayParameter.int4(capacity: instances), starts = PostgresArrayParameter.int8(capacity: instances)
+        var tokens = PostgresArrayParameter.int8(capacity: instances), firsts = PostgresArrayParameter.int8(capacity: instances)
+        var counts = PostgresArrayParameter.int4(capacity: instances), updated = PostgresArrayParameter.int8(capacity: instances)
+        var snapshotMaxima = PostgresArrayParameter.int8(capacity: instances), statuses = PostgresArrayParameter.int2(capacity: instances)
+        var entryOwners = PostgresArrayParameter.int4(capacity: entries), entrySequences = PostgresArrayParameter.int8(capacity: entries)
+        var records = PostgresArrayParameter.bytea(bytes: request.changes.reduce(0) { $0 + $1.entries.bytes.count + 4 * $1.entries.count })
+        var snapshotOwners = PostgresArrayParameter.int4(), snapshotSequences = PostgresArrayParameter.int8()
+        var snapshots = PostgresArrayParameter.bytea()
+        var markOwners = PostgresArrayParameter.int4(), markConsumers = PostgresArrayParameter.uuid()
+        var markVersions = PostgresArrayParameter.int8(), markTerminates = PostgresArrayParameter.bool()
+        var markKeep = PostgresArrayParameter.int4()
         for (index, changes) in request.changes.enumerated() {
             let owner = Int32(index + 1)
             keys.append(Int64(bitPattern: changes.key))
@@ -24,15 +33,17 @@ extension PostgresStorage {
             updated.append(changes.updated)
             snapshotMaxima.append(Int64(bitPattern: changes.snapshots.map(\.sequence).max() ?? 0))
             statuses.append(changes.status.map(Self.code) ?? -1)
-            changes.entries.forEach { sequence, bytes in
+            var start = 0
+            for (offset, end) in changes.entries.ends.enumerated() {
                 entryOwners.append(owner)
-                entrySequences.append(Int64(bitPattern: sequence))
-                records.append(ByteBuffer(bytes: bytes))
+                entrySequences.append(Int64(bitPattern: changes.entries.firstSequence + UInt64(offset)))
+                records.append(bytes: changes.entries.bytes[start..<end])
+                start = end
             }
             for snapshot in changes.snapshots {
                 snapshotOwners.append(owner)
                 snapshotSequences.append(Int64(bitPattern: snapshot.sequence))
-                snapshots.append(ByteBuffer(bytes: snapshot.bytes))
+                snapshots.append(bytes: snapshot.bytes)
             }
             for mark in changes.deliveryMarks {
                 markOwners.append(owner)
@@ -57,8 +68,23 @@ extension PostgresStorage {
             return row
         } }
         do {
-            let (written, statuses, created, outUpdated, lasts, lastSnapshots, types, codecs, states, outPids, outStarts, outTokens) = try row.decode(
-                ([Int32]?, [Int16]?, [Int64]?, [Int64]?, [Int64]?, [Int64]?, [String]?, [String]?, [Int16]?, [Int32]?, [Int64]?, [Int64]?).self)
+            // Each answer is an array (NULL when there is nothing to say), read as it came.
+            let answers = try row.decode((ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?,
+                                          ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?).self)
+            func array<Element>(_ bytes: ByteBuffer?, _ elements: (PostgresArrayColumn) throws -> [Element]) throws -> [Element]? {
+                guard let bytes else { return nil }
+                do {
+                    return try elements(PostgresArrayColumn(bytes))
+                } catch {
+                    throw DamagedRow(detail: "the commit procedure answered with \(error)")
+                }
+            }
+            let written = try array(answers.0) { try $0.int32s() }, statuses = try array(answers.1) { try $0.int16s() }
+            let created = try array(answers.2) { try $0.int64s() }, outUpdated = try array(answers.3) { try $0.int64s() }
+            let lasts = try array(answers.4) { try $0.int64s() }, lastSnapshots = try array(answers.5) { try $0.int64s() }
+            let types = try array(answers.6) { try $0.strings() }, codecs = try array(answers.7) { try $0.strings() }
+            let states = try array(answers.8) { try $0.int16s() }, outPids = try array(answers.9) { try $0.int32s() }
+            let outStarts = try array(answers.10) { try $0.int64s() }, outTokens = try array(answers.11) { try $0.int64s() }
             // The instances written come in the server's order, each with its place in the request.
             var outcomes = [CommitOutcome?](repeating: nil, count: request.changes.count)
             let count = written?.count ?? 0
