@@ -10,8 +10,9 @@ import PostgresNIO
 /// many instances (arrays of as many elements as it has instances and entries) pays for on every
 /// element; this writes each with concrete code instead, and a log record's bytes straight from
 /// the buffer the engine wrote them in. The bytes are those postgres-nio writes for the same
-/// array (`PostgresArrayParameterTests`). An element's length and a fixed-size value go in one
-/// write (each write of a `ByteBuffer` checks its room and copies through a raw buffer).
+/// array (`PostgresArrayParameterTests`). The elements gather in an array of bytes, each byte
+/// appended where it goes, and are copied into the statement's buffer once: a write into a
+/// `ByteBuffer` checks its room and copies through a raw buffer on every call.
 struct PostgresArrayParameter: PostgresDynamicTypeEncodable {
     /// The array's type (`int8[]` for elements of `int8`, and so on).
     let psqlType: PostgresDataType
@@ -21,7 +22,7 @@ struct PostgresArrayParameter: PostgresDynamicTypeEncodable {
     /// How many elements were appended.
     private(set) var count = 0
     /// Each element: its length (`Int32`, big-endian) and its bytes.
-    private var elements: ByteBuffer
+    private var elements: [UInt8] = []
 
     /// An empty array of `int8` (`Int64`) elements, and so on for the other element types.
     static func int8(capacity: Int = 0) -> Self { Self(element: .int8, array: .int8Array, bytes: capacity * 12) }
@@ -35,7 +36,7 @@ struct PostgresArrayParameter: PostgresDynamicTypeEncodable {
     private init(element: PostgresDataType, array: PostgresDataType, bytes: Int) {
         elementType = element
         psqlType = array
-        elements = ByteBufferAllocator().buffer(capacity: bytes)
+        elements.reserveCapacity(bytes)
     }
 
     mutating func append(_ value: Int64) { appendInteger(value, of: .int8) }
@@ -45,36 +46,46 @@ struct PostgresArrayParameter: PostgresDynamicTypeEncodable {
     /// Appends `value`, an element of `type`: its length, then its bytes (big-endian).
     private mutating func appendInteger<Value: FixedWidthInteger>(_ value: Value, of type: PostgresDataType) {
         precondition(elementType == type, "an element of \(type) in an array of \(elementType)")
-        elements.writeMultipleIntegers(Int32(MemoryLayout<Value>.size), value)
+        appendBigEndian(Int32(MemoryLayout<Value>.size))
+        appendBigEndian(value)
         count += 1
+    }
+
+    private mutating func appendBigEndian<Value: FixedWidthInteger>(_ value: Value) {
+        var shift = Value.bitWidth - 8
+        while shift >= 0 {
+            elements.append(UInt8(truncatingIfNeeded: value >> shift))
+            shift -= 8
+        }
     }
 
     mutating func append(_ value: Bool) {
         precondition(elementType == .bool, "a bool element in an array of \(elementType)")
-        elements.writeMultipleIntegers(Int32(1), UInt8(value ? 1 : 0))
+        appendBigEndian(Int32(1))
+        elements.append(value ? 1 : 0)
         count += 1
     }
 
     mutating func append(_ value: UUID) {
         precondition(elementType == .uuid, "a uuid element in an array of \(elementType)")
         let u = value.uuid
-        elements.writeInteger(Int32(16))
-        elements.writeBytes([u.0, u.1, u.2, u.3, u.4, u.5, u.6, u.7, u.8, u.9, u.10, u.11, u.12, u.13, u.14, u.15])
+        appendBigEndian(Int32(16))
+        elements.append(contentsOf: [u.0, u.1, u.2, u.3, u.4, u.5, u.6, u.7, u.8, u.9, u.10, u.11, u.12, u.13, u.14, u.15])
         count += 1
     }
 
     mutating func append(_ value: String) {
         precondition(elementType == .text, "a text element in an array of \(elementType)")
-        elements.writeInteger(Int32(value.utf8.count))
-        elements.writeString(value)
+        appendBigEndian(Int32(value.utf8.count))
+        elements.append(contentsOf: value.utf8)
         count += 1
     }
 
     /// Appends a `bytea` element of `bytes`.
     mutating func append<Bytes: Collection>(bytes: Bytes) where Bytes.Element == UInt8 {
         precondition(elementType == .bytea, "a bytea element in an array of \(elementType)")
-        elements.writeInteger(Int32(bytes.count))
-        elements.writeBytes(bytes)
+        appendBigEndian(Int32(bytes.count))
+        elements.append(contentsOf: bytes)
         count += 1
     }
 
@@ -84,8 +95,7 @@ struct PostgresArrayParameter: PostgresDynamicTypeEncodable {
         guard count > 0 else { return }
         // The one dimension's length and lower bound, then the elements.
         buffer.writeMultipleIntegers(Int32(count), Int32(1))
-        var elements = elements
-        buffer.writeBuffer(&elements)
+        buffer.writeBytes(elements)
     }
 }
 #endif
