@@ -33,12 +33,11 @@ extension PostgresStorage {
             updated.append(changes.updated)
             snapshotMaxima.append(Int64(bitPattern: changes.snapshots.map(\.sequence).max() ?? 0))
             statuses.append(changes.status.map(Self.code) ?? -1)
-            var start = 0
-            for (offset, end) in changes.entries.ends.enumerated() {
+            for offset in 0..<changes.entries.count {
+                let sequence = changes.entries.firstSequence + UInt64(offset)
                 entryOwners.append(owner)
-                entrySequences.append(Int64(bitPattern: changes.entries.firstSequence + UInt64(offset)))
-                records.append(bytes: changes.entries.bytes[start..<end])
-                start = end
+                entrySequences.append(Int64(bitPattern: sequence))
+                records.append(bytes: changes.entries.record(sequence))
             }
             for snapshot in changes.snapshots {
                 snapshotOwners.append(owner)
