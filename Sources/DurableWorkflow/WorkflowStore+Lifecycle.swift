@@ -76,7 +76,7 @@ extension WorkflowStore {
     /// running again. An instance another live host holds, or that a storage error kept from
     /// resuming, keeps its status. Results are in order of instance id.
     ///
-    /// Where the backend takes several commits at once (`StorageBackend.concurrentCommits`:
+    /// Where the backend serves several calls at once (`StorageBackend.concurrentCalls`:
     /// PostgreSQL, whose claims and reads are round trips), as many instances are resumed at
     /// once, each on a thread of its own; else one after another.
     public func resumeAll<W: DurableWorkflow>(
@@ -86,7 +86,7 @@ extension WorkflowStore {
         let ids = try storageCall(instance: nil) { () throws(StorageFailure) in try backend.instances() }
             .filter { $0.status == .running && $0.workflowType == typeName }
             .map(\.id).sorted()
-        let workers = min(backend.concurrentCommits, ids.count)
+        let workers = min(backend.concurrentCalls, ids.count)
         guard workers > 1 else { return ids.map { resumeForAll(id: $0, as: type, configuration: configuration) } }
         let results = Lock([ResumeResult<W>?](repeating: nil, count: ids.count))
         let next = Atomic(0)

@@ -86,9 +86,10 @@ final class PostgresConnections: Sendable {
             id += 1
             return id
         }
-        let options = PostgresConnection.Configuration(
+        var options = PostgresConnection.Configuration(
             host: configuration.host, port: configuration.port, username: configuration.username, password: configuration.password,
             database: configuration.database, tls: .disable)
+        options.options.additionalStartupParameters = [("application_name", configuration.applicationName)]
         return try PostgresConnection.connect(on: group.next(), configuration: options, id: id, logger: configuration.logger).wait()
     }
 

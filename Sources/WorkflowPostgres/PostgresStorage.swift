@@ -22,6 +22,8 @@ public final class PostgresStorage: StorageBackend {
     public var isDurable: Bool { true }
     public var isReadOnly: Bool { configuration.readOnly }
     public var concurrentCommits: Int { max(1, min(configuration.concurrentCommits, configuration.maximumConnections - 1)) }
+    /// Every connection but one, which is left for the commits of the instances already resumed.
+    public var concurrentCalls: Int { max(concurrentCommits, configuration.maximumConnections - 1) }
 
     let configuration: PostgresConfiguration
     let connections: PostgresConnections

@@ -48,6 +48,10 @@ public protocol StorageBackend: AnyObject, Sendable {
     /// different instances: 1 where writes are serial anyway (LMDB); more where a commit is a
     /// round trip to a server, so that one commit's wait overlaps the next one's.
     var concurrentCommits: Int { get }
+    /// How many calls of any kind (claims, reads, commits) the backend serves at once, from
+    /// different threads: `resumeAll` resumes that many instances at once. At least
+    /// ``concurrentCommits`` (the default).
+    var concurrentCalls: Int { get }
 
     /// Applies `request` atomically: every instance's changes that are not refused, or none.
     /// Returns an outcome per ``CommitRequest/changes`` element, in order. Throws when the
@@ -121,6 +125,9 @@ public protocol StorageBackend: AnyObject, Sendable {
 extension StorageBackend {
     /// One commit at a time, unless the backend says otherwise.
     public var concurrentCommits: Int { 1 }
+
+    /// As many calls at once as commits, unless the backend says otherwise.
+    public var concurrentCalls: Int { concurrentCommits }
 
     public var writesPartsAsPulled: Bool { false }
 

@@ -126,6 +126,110 @@ struct PostgresBackendTests {
         for host in hosts { await host.stopAndWait() }
     }
 
+    @Test("a store holds at most maximumConnections connections while its instances commit and others resume, each named after it")
+    func connectionBound() async throws {
+        var configuration = Self.fresh()
+        configuration.maximumConnections = 3
+        let storage = try PostgresStorage.open(configuration)
+        let store = WorkflowStore(backend: storage)
+        let grouped = DurableConfiguration(mode: .grouped(maxBatch: 64, maxDelay: .milliseconds(2)), actions: DurableCounter.actions)
+        // Stopped instances, for resumeAll to take while the others commit.
+        let stopped = try (0..<24).map { try store.start(DurableCounter(), id: "r\($0)", configuration: grouped) }
+        await withTaskGroup(of: Void.self) { group in
+            for host in stopped {
+                group.addTask {
+                    _ = await host.rendering.sink.sendAndWait(.init(amount: 1))
+                    await host.stopAndWait()
+                }
+            }
+        }
+        let hosts = try (0..<40).map { try store.start(DurableCounter(), id: "c\($0)", configuration: grouped) }
+        let sampler = try ConnectionSampler(applicationName: configuration.applicationName)
+        // Readers on threads of their own, as a service's request handlers would be: more calls
+        // at once than the store has connections.
+        let reading = Lock(true), readers = DispatchGroup()
+        for reader in 0..<4 {
+            DispatchQueue.global().async(group: readers) {
+                while reading.withLock({ $0 }) {
+                    _ = try? storage.instance(id: "c\(reader)")
+                    usleep(500)
+                }
+            }
+        }
+        let resumed = await withTaskGroup(of: Int.self) { group in
+            for host in hosts {
+                group.addTask {
+                    for amount in 1...10 { _ = await host.rendering.sink.sendAndWait(.init(amount: amount)) }
+                    return 0
+                }
+            }
+            group.addTask {
+                // resumeAll blocks its thread on the server: off the tasks' threads.
+                let results = await withCheckedContinuation { continuation in
+                    DispatchQueue.global().async { continuation.resume(returning: try? store.resumeAll(DurableCounter.self, configuration: grouped)) }
+                }
+                var running = 0
+                for result in results ?? [] {
+                    guard let host = try? result.outcome.get() else { continue }
+                    running += 1
+                    await host.stopAndWait()
+                }
+                return running
+            }
+            return await group.reduce(0, +)
+        }
+        reading.withLock { $0 = false }
+        readers.wait()
+        let (peak, samples) = sampler.stop()
+        #expect(resumed == 24)
+        #expect(samples > 10, "the sampler ran \(samples) times")
+        #expect(peak >= 2, "the store's connections, named \(configuration.applicationName), were seen at work (peak \(peak))")
+        #expect(peak <= 3, "the store held \(peak) connections at once")
+        await withTaskGroup(of: Void.self) { group in
+            for host in hosts { group.addTask { await host.stopAndWait() } }
+        }
+    }
+
+    /// Counts, from a connection of its own on a thread of its own, the server's connections with
+    /// an application name, as often as it can until stopped; keeps the most seen at once.
+    final class ConnectionSampler: Sendable {
+        private let state = Lock((stopped: false, peak: 0, samples: 0))
+        private let done = DispatchSemaphore(value: 0)
+
+        init(applicationName: String) throws {
+            let server = PostgresTestServer.configuration!
+            let logger = Logger(label: "sampler")
+            let connection = try PostgresConnection.connect(
+                on: MultiThreadedEventLoopGroup.singleton.next(),
+                configuration: .init(host: server.host, port: server.port, username: server.username, password: server.password,
+                                     database: server.database, tls: .disable),
+                id: 1, logger: logger
+            ).wait()
+            Thread.detachNewThread { [state, done] in
+                defer {
+                    try? connection.close().wait()
+                    done.signal()
+                }
+                while !state.withLock({ $0.stopped }) {
+                    let query: PostgresQuery = "SELECT count(*) FROM pg_stat_activity WHERE application_name = \(applicationName)"
+                    guard let row = try? connection.query(query, logger: logger).wait().rows.first,
+                          let count = try? row.decode(Int64.self) else { continue }
+                    state.withLock {
+                        $0.peak = max($0.peak, Int(count))
+                        $0.samples += 1
+                    }
+                }
+            }
+        }
+
+        /// Stops sampling; the most connections seen at once, and how many samples were taken.
+        func stop() -> (peak: Int, samples: Int) {
+            state.withLock { $0.stopped = true }
+            done.wait()
+            return state.withLock { ($0.peak, $0.samples) }
+        }
+    }
+
     @Test(
         "instances sharing commits in a child process killed 5 times with SIGKILL: nothing acknowledged is lost or applied twice",
         arguments: ["strict", "grouped"]

@@ -163,7 +163,7 @@ enum PostgresScenario {
         try table.vacuum(["\(configuration.schema).wf_instance", "\(configuration.schema).wf_log", "\(configuration.schema).wf_snapshot",
                           "\(table.schema).raw_log", "\(table.schema).raw_owner"])
         // As many connections as resumeAll resumes instances at once.
-        let connections = try (0..<storage.concurrentCommits).map { _ in try RawTable(server: server, schema: table.schema) }
+        let connections = try (0..<storage.concurrentCalls).map { _ in try RawTable(server: server, schema: table.schema) }
         var owner: Int64 = 0
         return try RecoveryScenario.pairedResumeAll(
             name, "resume-all-\(total)",
