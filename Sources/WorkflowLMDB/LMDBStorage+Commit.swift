@@ -164,7 +164,7 @@ extension LMDBStorage {
         if let signals {
             for mark in changes.deliveryMarks { try LMDBSignalStorage.apply(mark, layout: signals, txn) }
         }
-        return .committed(stored)
+        return .committed
     }
 
     /// The static part of instance `id` with `key`, from the cache or the store; `nil` when no

@@ -4,8 +4,7 @@ import PostgresNIO
 
 /// A one-dimensional array a statement answered with, read from PostgreSQL's binary array format
 /// with concrete code for each element type (postgres-nio decodes an array through generic code
-/// for every element, which a commit's answer of several arrays per instance pays for on every
-/// element). A column is taken as its raw bytes (`ByteBuffer` decodes any column as they are).
+/// for every element, and every commit reads an answer of arrays). A column is taken as its raw bytes (`ByteBuffer` decodes any column as they are).
 struct PostgresArrayColumn {
     /// The elements' type, as the server named it.
     let elementType: PostgresDataType
@@ -51,10 +50,6 @@ struct PostgresArrayColumn {
     func int32s() throws(Malformed) -> [Int32] { try read(.int4) { $0.readInteger(as: Int32.self) } }
     /// The elements of an `int2[]`.
     func int16s() throws(Malformed) -> [Int16] { try read(.int2) { $0.readInteger(as: Int16.self) } }
-    /// The elements of a `text[]`.
-    func strings() throws(Malformed) -> [String] {
-        try read(.text) { element in element.readString(length: element.readableBytes) }
-    }
 
     /// Each element read by `value` from its bytes (all of which it must read).
     private func read<Value>(_ type: PostgresDataType, _ value: (inout ByteBuffer) -> Value?) throws(Malformed) -> [Value] {

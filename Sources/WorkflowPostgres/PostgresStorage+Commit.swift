@@ -60,16 +60,14 @@ extension PostgresStorage {
                 """
                 CALL \(unescaped: self.schema).wf_commit(\(synced), \(keys), \(ids), \(pids), \(starts), \(tokens), \(firsts), \(counts), \
                 \(updated), \(snapshotMaxima), \(statuses), \(entryOwners), \(entrySequences), \(records), \(snapshotOwners), \(snapshotSequences), \(snapshots), \
-                \(markOwners), \(markConsumers), \(markVersions), \(markTerminates), \(markKeep), \
-                NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
+                \(markOwners), \(markConsumers), \(markVersions), \(markTerminates), \(markKeep), NULL, NULL, NULL, NULL, NULL)
                 """, on: connection)
             guard let row = rows.first else { throw DamagedRow(detail: "the commit procedure returned no row") }
             return row
         } }
         do {
             // Each answer is an array (NULL when there is nothing to say), read as it came.
-            let answers = try row.decode((ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?,
-                                          ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?).self)
+            let answers = try row.decode((ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?).self)
             func array<Element>(_ bytes: ByteBuffer?, _ elements: (PostgresArrayColumn) throws -> [Element]) throws -> [Element]? {
                 guard let bytes else { return nil }
                 do {
@@ -78,31 +76,20 @@ extension PostgresStorage {
                     throw DamagedRow(detail: "the commit procedure answered with \(error)")
                 }
             }
-            let written = try array(answers.0) { try $0.int32s() }, statuses = try array(answers.1) { try $0.int16s() }
-            let created = try array(answers.2) { try $0.int64s() }, outUpdated = try array(answers.3) { try $0.int64s() }
-            let lasts = try array(answers.4) { try $0.int64s() }, lastSnapshots = try array(answers.5) { try $0.int64s() }
-            let types = try array(answers.6) { try $0.strings() }, codecs = try array(answers.7) { try $0.strings() }
-            let states = try array(answers.8) { try $0.int16s() }, outPids = try array(answers.9) { try $0.int32s() }
-            let outStarts = try array(answers.10) { try $0.int64s() }, outTokens = try array(answers.11) { try $0.int64s() }
-            // The instances written come in the server's order, each with its place in the request.
-            var outcomes = [CommitOutcome?](repeating: nil, count: request.changes.count)
-            let count = written?.count ?? 0
-            guard [statuses?.count, created?.count, outUpdated?.count, lasts?.count, lastSnapshots?.count, types?.count, codecs?.count]
-                .allSatisfy({ ($0 ?? 0) == count }) else { throw DamagedRow(detail: "the commit procedure's answers differ in length") }
-            for (row, place) in (written ?? []).enumerated() {
+            let written = try array(answers.0) { try $0.int32s() }
+            let states = try array(answers.1) { try $0.int16s() }, outPids = try array(answers.2) { try $0.int32s() }
+            let outStarts = try array(answers.3) { try $0.int64s() }, outTokens = try array(answers.4) { try $0.int64s() }
+            // The instances written, each by its place in the request, in the server's order.
+            var committed = [Bool](repeating: false, count: request.changes.count)
+            for place in written ?? [] {
                 let index = Int(place) - 1
-                guard outcomes.indices.contains(index), outcomes[index] == nil, let statuses, let created, let outUpdated, let lasts,
-                      let lastSnapshots, let types, let codecs else {
+                guard committed.indices.contains(index), !committed[index] else {
                     throw DamagedRow(detail: "the commit procedure answered for an instance it was not given")
                 }
-                let changes = request.changes[index]
-                outcomes[index] = .committed(StoredInstance(
-                    id: changes.id, key: changes.key, workflowType: types[row], codec: codecs[row],
-                    status: try Self.status(statuses[row], id: changes.id), created: created[row], updated: outUpdated[row],
-                    lastSequence: UInt64(bitPattern: lasts[row]), lastSnapshot: UInt64(bitPattern: lastSnapshots[row]), claim: changes.claim))
+                committed[index] = true
             }
             return try request.changes.indices.map { index -> CommitOutcome in
-                if let outcome = outcomes[index] { return outcome }
+                if committed[index] { return .committed }
                 // Not written: the procedure said why, for every instance, in request order.
                 guard let states, let outPids, let outStarts, let outTokens,
                       [states.count, outPids.count, outStarts.count, outTokens.count].allSatisfy({ $0 == request.changes.count }) else {

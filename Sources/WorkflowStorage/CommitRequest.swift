@@ -71,8 +71,9 @@ public struct DeliveryMarkRecord: Sendable, Hashable {
 
 /// What became of one instance's changes in a commit.
 public enum CommitOutcome: Sendable, Hashable {
-    /// Written; the instance's record as it now stands.
-    case committed(StoredInstance)
+    /// Written, whole. (`instance(id:)` reads the record as it now stands: a commit does not
+    /// answer with it, since a database server would have to send every field of it back.)
+    case committed
     /// Not written: another claim holds the instance (or it was deleted: `nil`).
     case refused(current: InstanceClaim?)
     /// Not written: a delivery mark of the changes names a version its consumer was already

@@ -123,6 +123,8 @@ public final class InMemoryStorage: StorageBackend {
         return try contents("commit") { (state) throws(StorageFailure) -> [CommitOutcome] in
             // Checked in full before anything is changed: the commit is all or nothing.
             var outcomes: [CommitOutcome] = []
+            // The record of each instance that is written, as it stands before the commit.
+            var written: [Int: StoredInstance] = [:]
             for changes in request.changes {
                 guard let stored = state.instances[changes.id], stored.key == changes.key else {
                     outcomes.append(.refused(current: nil))
@@ -140,10 +142,11 @@ public final class InMemoryStorage: StorageBackend {
                     outcomes.append(.alreadyDelivered(consumer: mark.consumer, version: mark.version))
                     continue
                 }
-                outcomes.append(.committed(stored))
+                written[outcomes.count] = stored
+                outcomes.append(.committed)
             }
             for (index, changes) in request.changes.enumerated() {
-                guard case .committed(var stored) = outcomes[index] else { continue }
+                guard var stored = written[index] else { continue }
                 changes.entries.forEach { _, bytes in state.logs[stored.key, default: []].append(Array(bytes)) }
                 for snapshot in changes.snapshots {
                     state.snapshots[stored.key, default: [:]][snapshot.sequence] = snapshot.bytes
@@ -156,7 +159,6 @@ public final class InMemoryStorage: StorageBackend {
                 }
                 if let status = changes.status { stored.status = status }
                 state.instances[stored.id] = stored
-                outcomes[index] = .committed(stored)
             }
             return outcomes
         }

@@ -97,7 +97,8 @@ struct LMDBJournalTests {
             InstanceChanges(id: "i\(index)", key: keys[index], claim: Records.hostA, entries: Records.range(7, 8), updated: 8)
         }))
         #expect(allCommitted(outcomes))
-        if case .committed(let record) = outcomes[0] { #expect((record.lastSequence, record.updated) == (8, 8)) }
+        let record = try #require(try storage.instance(id: "i0"))
+        #expect((record.lastSequence, record.updated) == (8, 8))
         // One that repeats a sequence the other storage wrote is refused as a gap.
         #expect(throws: StorageFailure.self) {
             try other.commit(CommitRequest(durability: .synced, changes: [
