@@ -33,6 +33,13 @@ extension PostgresStorage {
         }
         let message = error.serverInfo?[.message] ?? "no message"
         let detail = "\(message) (SQLSTATE \(state))"
+        // A statement the schema does not take (an undefined procedure, other arguments): a newer
+        // library may have migrated the store while this process ran.
+        if state.hasPrefix("42"), let format = storedFormat(), format > PostgresSchema.format {
+            return failure(
+                .newerFormat, operation, "\(detail): the store was migrated to format \(format) while this process ran format \(PostgresSchema.format)",
+                recovery: "Stop this process and start it with the newer library (upgrade a store's hosts together)", underlying: error)
+        }
         let (kind, recovery): (StorageFailure.Kind, String) = switch state {
         case "WF001": (.invalidInput, "")
         case "53100": (.full, "Free disk space on the database server")
@@ -50,6 +57,15 @@ extension PostgresStorage {
                 : (.other, "")
         }
         return failure(kind, operation, detail, recovery: recovery, underlying: error)
+    }
+
+    /// The store's format as the server has it now; `nil` when it cannot be read.
+    private func storedFormat() -> Int64? {
+        try? connections.with { connection -> Int64? in
+            let rows = try connection.answer(
+                to: PostgresQuery(unsafeSQL: "SELECT value FROM \(self.schema).wf_meta WHERE name = 'format'"), logger: logger)
+            return try rows.first?.decode(Int64.self)
+        }
     }
 }
 #endif

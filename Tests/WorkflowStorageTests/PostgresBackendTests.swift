@@ -190,6 +190,26 @@ struct PostgresBackendTests {
         }
     }
 
+    @Test("a host whose store a newer library migrated while it ran fails its next commit with .newerFormat, which says to upgrade; nothing of that commit is written")
+    func migratedUnderARunningHost() async throws {
+        let configuration = Self.fresh(), schema = configuration.schema
+        let store = WorkflowStore(backend: try PostgresStorage.open(configuration))
+        let counters = DurableConfiguration(mode: .strict, actions: DurableCounter.actions)
+        let host = try store.start(DurableCounter(), id: "c", configuration: counters)
+        for amount in 1...3 { #expect(await host.rendering.sink.sendAndWait(.init(amount: amount))) }
+        // What a newer library's migration may do: a newer format, a procedure with other arguments.
+        _ = try Self.sql("UPDATE \(schema).wf_meta SET value = \(PostgresSchema.format + 1) WHERE name = 'format'")
+        _ = try Self.sql("DROP PROCEDURE \(schema).wf_commit")
+        _ = try Self.sql("CREATE PROCEDURE \(schema).wf_commit(p_request bytea) LANGUAGE plpgsql AS $$ BEGIN END $$")
+        #expect(await host.rendering.sink.sendAndWait(.init(amount: 4)) == false)
+        let failure = try #require(host.failure as? DurableError)
+        #expect(failure.storageFailure?.kind == .newerFormat, "\(failure)")
+        #expect(failure.storageFailure?.recovery.contains("newer library") == true, "\(failure)")
+        await host.stopAndWait()
+        let rows = try Self.sql("SELECT count(*) FROM \(schema).wf_log l JOIN \(schema).wf_instance i USING (instance_key) WHERE i.id = 'c'")
+        #expect(try rows.first?.decode(Int64.self) == 4, "the creation and three actions, nothing of the fourth")
+    }
+
     /// Counts, from a connection of its own on a thread of its own, the server's connections with
     /// an application name, as often as it can until stopped; keeps the most seen at once.
     final class ConnectionSampler: Sendable {
