@@ -217,14 +217,8 @@ struct PostgresBackendTests {
         private let done = DispatchSemaphore(value: 0)
 
         init(applicationName: String) throws {
-            let server = PostgresTestServer.configuration!
             let logger = Logger(label: "sampler")
-            let connection = try PostgresConnection.connect(
-                on: MultiThreadedEventLoopGroup.singleton.next(),
-                configuration: .init(host: server.host, port: server.port, username: server.username, password: server.password,
-                                     database: server.database, tls: .disable),
-                id: 1, logger: logger
-            ).wait()
+            let connection = try PostgresBackendTests.connect(logger: logger)
             Thread.detachNewThread { [state, done] in
                 defer {
                     try? connection.close().wait()
@@ -484,17 +478,22 @@ struct PostgresBackendTests {
         return port
     }
 
-    /// Runs `statement` on a connection of the test's own and returns its rows.
-    @discardableResult
-    static func sql(_ statement: String) throws -> [PostgresRow] {
+    /// A connection of the test's own to the test server (the caller closes it).
+    static func connect(logger: Logger) throws -> PostgresConnection {
         let server = PostgresTestServer.configuration!
-        let logger = Logger(label: "test")
-        let connection = try PostgresConnection.connect(
+        return try PostgresConnection.connect(
             on: MultiThreadedEventLoopGroup.singleton.next(),
             configuration: .init(host: server.host, port: server.port, username: server.username, password: server.password,
                                  database: server.database, tls: .disable),
             id: 1, logger: logger
         ).wait()
+    }
+
+    /// Runs `statement` on a connection of the test's own and returns its rows.
+    @discardableResult
+    static func sql(_ statement: String) throws -> [PostgresRow] {
+        let logger = Logger(label: "test")
+        let connection = try connect(logger: logger)
         defer { try? connection.close().wait() }
         return Array(try connection.query(PostgresQuery(unsafeSQL: statement), logger: logger).wait().rows)
     }
