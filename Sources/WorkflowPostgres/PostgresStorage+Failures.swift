@@ -61,11 +61,7 @@ extension PostgresStorage {
 
     /// The store's format as the server has it now; `nil` when it cannot be read.
     private func storedFormat() -> Int64? {
-        try? connections.with { connection -> Int64? in
-            let rows = try connection.answer(
-                to: PostgresQuery(unsafeSQL: "SELECT value FROM \(self.schema).wf_meta WHERE name = 'format'"), logger: logger)
-            return try rows.first?.decode(Int64.self)
-        }
+        try? connections.with { connection in try format(on: connection) }
     }
 }
 #endif

@@ -103,9 +103,7 @@ public final class PostgresStorage: StorageBackend {
             do {
                 try self.execute("SELECT pg_advisory_xact_lock(\(PostgresSchema.migrationLock))", on: connection)
                 for statement in PostgresSchema.bootstrap { try self.execute(PostgresSchema.sql(statement, schema: self.schema), on: connection) }
-                let rows = try connection.answer(
-                    to: PostgresQuery(unsafeSQL: "SELECT value FROM \(self.schema).wf_meta WHERE name = 'format'"), logger: self.logger)
-                let current = try rows.first.map { try $0.decode(Int64.self) } ?? 0
+                let current = try self.format(on: connection) ?? 0
                 guard current <= PostgresSchema.format else {
                     throw self.failure(
                         .newerFormat, "open", "the store's format is \(current); this library writes format \(PostgresSchema.format)",
@@ -125,13 +123,17 @@ public final class PostgresStorage: StorageBackend {
         }
     }
 
+    /// The store's format (`wf_meta.format`), read on `connection`; `nil` when it has none.
+    func format(on connection: PostgresConnection) throws -> Int64? {
+        try rows("SELECT value FROM \(unescaped: schema).wf_meta WHERE name = 'format'", on: connection).first?.decode(Int64.self)
+    }
+
     /// For a read-only open: the store must exist and be of this library's format.
     private func checkFormat() throws(StorageFailure) {
         let current = try run("open") { connection -> Int64? in
             let exists = try self.rows("SELECT to_regclass(\(self.schema + ".wf_meta")) IS NOT NULL", on: connection)
             guard try exists.first?.decode(Bool.self) == true else { return nil }
-            let rows = try self.rows("SELECT value FROM \(unescaped: self.schema).wf_meta WHERE name = 'format'", on: connection)
-            return try rows.first?.decode(Int64.self) ?? 0
+            return try self.format(on: connection) ?? 0
         }
         guard let current else {
             throw failure(.notFound, "open", "the schema \(schema) holds no workflow store", recovery: "Check the schema name")
