@@ -14,7 +14,9 @@ import WorkflowPostgres
 /// - request/response `grouped`, N instances each with a client looping `await sendAndWait`,
 ///   against N rows per commit; with 100 instances that ceiling is paired with the engine run by
 ///   run, and the engine is also measured against the same clients awaiting raw group `CALL`s
-///   with no engine (``RawGroupCommitter``), paired as well;
+///   with no engine (``RawGroupCommitter``), paired as well, and against those clients with
+///   each `CALL` also fencing their rows as issue 24's design asks (the least such a commit
+///   costs);
 /// - request/response `strict`, 100 instances against 1;
 /// - several hosts: 1,000 instances spread over 1, 2 and 4 host processes (`grouped`, a client
 ///   each), against as many processes each committing its share of the rows per raw `CALL`,
@@ -62,7 +64,7 @@ enum PostgresScenario {
         }
         let paired = try groupedAgainstShape(server: server, table: rawTable, commits: commitsOf(shapeInstances), window: window, runs: runs)
         raw[shapeInstances] = paired.ceiling
-        results += [paired.ceiling, paired.shape, paired.engine, paired.paired].compactMap { $0 }
+        results += [paired.ceiling, paired.shape, paired.second?.shape, paired.engine, paired.paired, paired.second?.paired].compactMap { $0 }
         // The same with one commit in flight at a time: what overlapping commits bring.
         if let ceiling = raw[100] {
             results.append(try requestResponse(.grouped, instances: 100, server: server, window: window, runs: runs, concurrentCommits: 1)
@@ -102,9 +104,10 @@ enum PostgresScenario {
     /// Request/response in `grouped` with ``shapeInstances`` instances, each run paired with the
     /// ceiling (`commits` raw `CALL`s of as many rows) and the same shape on raw PostgreSQL
     /// (``rawRequestResponse(clients:server:table:)``, as many commits in flight as the
-    /// engine's), both measured right before it: the ceiling's figure, the shape's, the engine's
-    /// against the ceiling, and the engine's against the shape (each the median of the runs'
-    /// ratios).
+    /// engine's), and the same clients with the fence of issue 24's design
+    /// (``fencedRequestResponse(clients:server:table:)``), all measured right before it: the
+    /// ceiling's figure, each shape's, the engine's against the ceiling, and the engine's against
+    /// each shape (each the median of the runs' ratios).
     static func groupedAgainstShape(
         server: PostgresConfiguration, table: RawTable, commits: Int, window: Double, runs: Int
     ) throws -> PairedRuns {
@@ -116,12 +119,15 @@ enum PostgresScenario {
         }
         let shape = try rawRequestResponse(clients: count, server: server, table: table)
         defer { shape.stop() }
+        let fenced = try fencedRequestResponse(clients: count, server: server, table: table)
+        defer { fenced.stop() }
         return try shape.pairedWithEngine(
             name, clients: count, window: window, runs: runs, shapeMetric: "rows_per_s",
             shapeDetail: "raw PostgreSQL: \(count) clients each looping await one row's group CALL, up to \(server.concurrentCommits) in flight, for \(window) s",
             engineDetail: "\(count) instances on PostgreSQL, a client each looping await sendAndWait for \(window) s",
             ceiling: ("raw-\(count)-per-commit", RawTable.detail(rowsPerCommit: count, commits: commits) + ", right before each run of the shape and the engine",
-                      table.commitRuns(rowsPerCommit: count, commits: commits))
+                      table.commitRuns(rowsPerCommit: count, commits: commits)),
+            second: ("fenced", "raw PostgreSQL: the same clients, each CALL also comparing and setting its clients' owner rows in one UPDATE (the fence a commit of issue 24's design needs), up to \(server.concurrentCommits) in flight, for \(window) s", fenced)
         ) { ServiceScenario.acknowledgedPerSecond(hosts, window: window) }
     }
 
@@ -265,6 +271,16 @@ enum PostgresScenario {
                     COMMIT;
                 END $$
                 """,
+                "CREATE TABLE \(schema).raw_fence (k bigint PRIMARY KEY, owner bigint NOT NULL, last bigint NOT NULL) WITH (fillfactor = 70)",
+                """
+                CREATE PROCEDURE \(schema).raw_fenced(p_k bigint[], p_seq bigint[], p_rec bytea[], p_owner bigint[]) LANGUAGE plpgsql AS $$
+                BEGIN
+                    UPDATE \(schema).raw_fence f SET last = q.seq FROM unnest(p_k, p_seq, p_owner) AS q(k, seq, owner)
+                     WHERE f.k = q.k AND f.owner = q.owner AND f.last < q.seq;
+                    INSERT INTO \(schema).raw_log (k, seq, rec) SELECT * FROM unnest(p_k, p_seq, p_rec);
+                    COMMIT;
+                END $$
+                """,
             ] {
                 _ = try connection.query(PostgresQuery(unsafeSQL: statement), logger: logger).wait()
             }
@@ -315,6 +331,14 @@ enum PostgresScenario {
                 "INSERT INTO \(unescaped: schema).raw_owner SELECT \(Self.logKey(0)) + i, 0 FROM generate_series(0, \(instances - 1)) AS i",
                 logger: logger
             ).wait()
+        }
+
+        /// Adds an owner row (`owner`, last sequence 0) for each of `keys` to the fenced procedure's table.
+        func addFences(keys: [Int64], owner: Int64) throws {
+            _ = try connection.query(
+                "INSERT INTO \(unescaped: schema).raw_fence (k, owner, last) SELECT unnest(\(keys)), \(owner), 0", logger: logger
+            ).wait()
+            try vacuum(["\(schema).raw_fence"])
         }
 
         /// Vacuums and analyzes `tables` (qualified names).

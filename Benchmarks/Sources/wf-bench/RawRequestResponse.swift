@@ -121,6 +121,8 @@ struct PairedRuns {
     let engine: Measurement
     let paired: Measurement
     let ceiling: Measurement?
+    /// The second shape's figure (against the ceiling) and the engine's against it, when one was given.
+    var second: (shape: Measurement, paired: Measurement)?
 }
 
 extension RawGroupCommitter {
@@ -129,15 +131,19 @@ extension RawGroupCommitter {
     /// the machine's drift weighs on every side of a ratio: the ceiling's figure, the shape's, the
     /// engine's against the ceiling and the engine's against the shape (each the median of the
     /// runs' ratios), named `raw-request-response-N`, `request-response-grouped-N` and
-    /// `request-response-grouped-N-of-shape` in `scenario`.
+    /// `request-response-grouped-N-of-shape` in `scenario`. A `second` shape (another committer of
+    /// the same clients) runs between the shape and the engine: `raw-request-response-NAME-N`
+    /// against the ceiling and `request-response-grouped-N-of-NAME-shape`.
     func pairedWithEngine(
         _ scenario: String, clients count: Int, window: Double, runs: Int, shapeMetric: String, shapeDetail: String,
-        engineDetail: String, ceiling: (name: String, detail: String, run: () throws -> Double)? = nil, engine: () -> Double
+        engineDetail: String, ceiling: (name: String, detail: String, run: () throws -> Double)? = nil,
+        second: (name: String, detail: String, committer: RawGroupCommitter)? = nil, engine: () -> Double
     ) throws -> PairedRuns {
-        var ceilingSamples: [Double] = [], shapeSamples: [Double] = [], engineSamples: [Double] = []
+        var ceilingSamples: [Double] = [], shapeSamples: [Double] = [], secondSamples: [Double] = [], engineSamples: [Double] = []
         for _ in 0..<runs {
             if let ceiling { ceilingSamples.append(try ceiling.run()) }
             shapeSamples.append(recordsPerSecond(clients: count, window: window))
+            if let second { secondSamples.append(second.committer.recordsPerSecond(clients: count, window: window)) }
             engineSamples.append(engine())
         }
         let measuredCeiling = ceiling.map { ceiling in
@@ -153,7 +159,17 @@ extension RawGroupCommitter {
             scenario, "request-response-grouped-\(count)-of-shape", metric: "actions_per_s", samples: engineSamples,
             detail: "the same, against raw request/response measured right before each run"
         ).relative(to: shape, pairing: engineSamples, with: shapeSamples)
-        return PairedRuns(shape: shape, engine: engine, paired: paired, ceiling: measuredCeiling)
+        var runs = PairedRuns(shape: shape, engine: engine, paired: paired, ceiling: measuredCeiling)
+        if let second {
+            var secondShape = Measurement(scenario, "raw-request-response-\(second.name)-\(count)", metric: shapeMetric, samples: secondSamples, detail: second.detail)
+            if let measuredCeiling { secondShape = secondShape.relative(to: measuredCeiling, pairing: secondSamples, with: ceilingSamples) }
+            let secondPaired = Measurement(
+                scenario, "request-response-grouped-\(count)-of-\(second.name)-shape", metric: "actions_per_s", samples: engineSamples,
+                detail: "the same, against the \(second.name) raw request/response measured right before each run"
+            ).relative(to: secondShape, pairing: engineSamples, with: secondSamples)
+            runs.second = (secondShape, secondPaired)
+        }
+        return runs
     }
 }
 
@@ -204,6 +220,33 @@ extension PostgresScenario {
                 let keys = clients.map { Int64(2) << 48 | Int64($0) }
                 _ = try table.connection.query(
                     "CALL \(unescaped: schema).raw_insert(\(keys), \(Array(repeating: sequence, count: clients.count)), \(Array(repeating: record, count: clients.count)))",
+                    logger: table.logger
+                ).wait()
+            }
+        } })
+    }
+
+    /// ``rawRequestResponse(clients:server:table:)`` with the fence issue 24 asks of a commit: each
+    /// `CALL` also compares and sets its clients' rows of an owner table (one per client: its
+    /// owner and last sequence) in one `UPDATE` joined to the rows' arrays, as the engine's
+    /// `wf_commit` does for its instances, and nothing else. The least a commit of that design
+    /// costs the server.
+    static func fencedRequestResponse(clients count: Int, server: PostgresConfiguration, table: RawTable) throws -> RawGroupCommitter {
+        let record = ByteBuffer(bytes: [UInt8](repeating: 0xAB, count: RawLMDBScenario.recordSize))
+        let schema = table.schema
+        let keys = (0..<count).map { Int64(3) << 48 | Int64($0) }
+        try table.addFences(keys: keys, owner: 1)
+        // One sequence for every committer: a client's next row is always after its last.
+        let sequence = Atomic<Int64>(0)
+        return RawGroupCommitter(writers: (0..<server.concurrentCommits).map { _ in {
+            let table = try RawTable(server: server, schema: schema)
+            return { clients in
+                let next = sequence.add(1, ordering: .relaxed).newValue
+                _ = try table.connection.query(
+                    """
+                    CALL \(unescaped: schema).raw_fenced(\(clients.map { keys[$0] }), \(Array(repeating: next, count: clients.count)), \
+                    \(Array(repeating: record, count: clients.count)), \(Array(repeating: Int64(1), count: clients.count)))
+                    """,
                     logger: table.logger
                 ).wait()
             }
