@@ -1173,15 +1173,15 @@ enum PostgresSchema {
             """,
         ],
         [
-            // The commit's statements run their generic plans, made once per connection from the
-            // tables' statistics, whatever the size of the commit. By default PostgreSQL plans a
-            // procedure's statement anew for each of its first five runs on a connection, then
-            // keeps doing so for as long as the generic plan's estimated cost stays above those
-            // plans' average; a plan made for given arrays knows their lengths, so a connection
-            // whose first commits carry one instance or a few would plan every later commit's
-            // statements again. A setting made with `set_config(…, true)` lasts until the
-            // procedure's `COMMIT`; an assignment is evaluated without the executor that
-            // `PERFORM` starts.
+            // The commit's statements run their generic plans, made per connection from the tables'
+            // statistics (again when those change), whatever the size of the commit. By default
+            // PostgreSQL plans a procedure's statement anew for each of its first five runs on a
+            // connection, then keeps doing so for as long as the generic plan's estimated cost
+            // stays above those plans' average; a plan made for given arrays knows their lengths,
+            // so a connection whose first commits carry one instance or a few can plan every later
+            // commit's statements again, depending on the tables' statistics. A setting made with
+            // `set_config(…, true)` lasts until the procedure's `COMMIT`; an assignment is
+            // evaluated without the executor that `PERFORM` starts.
             """
             CREATE OR REPLACE PROCEDURE %SCHEMA%.wf_commit(
                 p_synced boolean,
