@@ -29,7 +29,9 @@ import WorkflowStorage
 /// As many rounds may be in flight at once as the backend takes commits at once
 /// (`StorageBackend.concurrentCommits`: one for LMDB, whose writes are serial; several for a
 /// database server, where a commit is a round trip), the second and later only while at least
-/// ``extraRoundMinimum`` writers wait for one. A writer is in at most one round at a time,
+/// ``extraRoundMinimum`` writers wait for one. There a background committer runs on a thread of
+/// its own, which it blocks while its commit's round trip lasts; on a serial backend it runs on a
+/// Dispatch worker (see ``startBackgroundCommitter()``). A writer is in at most one round at a time,
 /// so one instance's batches go in the order they were handed in; a writer whose round is in
 /// flight waits in the list, and the committer of that round takes it next. An instance refused
 /// in a round (another host owns it) or whose action cannot be encoded fails alone, with nothing
@@ -125,6 +127,11 @@ final class CommitPipeline: Sendable {
     /// each part of a commit as it is handed over (`StorageBackend.writesPartsAsPulled`), so the
     /// round starts with whoever waits and takes the others in as they come back.
     let pulls: Bool
+    /// Whether background committers run on threads of their own (durable commits that several
+    /// may wait on at once: round trips to a server).
+    let committersOwnThreads: Bool
+    /// Their threads, when they have their own.
+    private let committerThreads: CommitterThreads?
 
     /// A pipeline for a backend that takes `concurrency` commits at once; it gathers rounds when
     /// `gathers` (where a commit has a cost of its own to share: a sync, a round trip; not in
@@ -134,6 +141,8 @@ final class CommitPipeline: Sendable {
         self.gathers = gathers
         serial = concurrency <= 1
         self.pulls = gathers && pulls
+        committersOwnThreads = gathers && !serial
+        committerThreads = committersOwnThreads ? CommitterThreads() : nil
     }
 
     /// Whether a committer is at work now (a moment later it may not be).
@@ -148,7 +157,7 @@ final class CommitPipeline: Sendable {
             state.startCommitter()
             return true
         }
-        if startCommitter { DispatchQueue.global().async { self.commitInBackground() } }
+        if startCommitter { startBackgroundCommitter() }
     }
 
     /// Lists `writer` (when `list`: it has batches waiting and was not listed yet), then runs on
@@ -193,7 +202,7 @@ final class CommitPipeline: Sendable {
                 switch next {
                 case .done: return
                 case .handOver:
-                    DispatchQueue.global().async { self.commitInBackground() }
+                    startBackgroundCommitter()
                     return
                 case .wait: break
                 case .round(let taken):
@@ -202,6 +211,20 @@ final class CommitPipeline: Sendable {
                 }
                 break
             }
+        }
+    }
+
+    /// Starts a background committer (its place among the committers is already taken). Where
+    /// several commits wait on round trips at once, each committer gets a thread of its own
+    /// (``CommitterThreads``): on a Dispatch worker, a committer blocked for its round trip holds
+    /// one of the few threads that also run the hosts' tasks, whose clients then wait for a thread
+    /// while cores are free. A serial backend's committer mostly works rather than waits, and
+    /// stays on a worker.
+    private func startBackgroundCommitter() {
+        if let committerThreads {
+            committerThreads.run { self.commitInBackground() }
+        } else {
+            DispatchQueue.global().async { self.commitInBackground() }
         }
     }
 
