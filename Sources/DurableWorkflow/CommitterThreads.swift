@@ -19,8 +19,8 @@ final class CommitterThreads: Sendable {
     let idleLimit: Duration
     /// Parked threads, the most recently parked last.
     private let parked = Lock<[Parked]>([])
-    /// Threads started so far (tests read it).
-    private let started = Lock(0)
+    /// Threads started and ended so far (tests read them).
+    private let started = Lock(0), ended = Lock(0)
 
     init(idleLimit: Duration = .seconds(1)) {
         self.idleLimit = idleLimit
@@ -31,6 +31,9 @@ final class CommitterThreads: Sendable {
 
     /// How many threads are parked now.
     var parkedThreads: Int { parked.withLock { $0.count } }
+
+    /// How many threads ended so far.
+    var threadsEnded: Int { ended.withLock { $0 } }
 
     /// Runs `job` on a parked thread, or on a new one when none is parked.
     func run(_ job: @escaping @Sendable () -> Void) {
@@ -52,6 +55,7 @@ final class CommitterThreads: Sendable {
             job()
             next = park()
         }
+        ended.withLock { $0 += 1 }
     }
 
     /// Parks this thread until a job is handed to it (returned), or `nil` once ``idleLimit``

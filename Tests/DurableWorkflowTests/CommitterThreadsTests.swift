@@ -17,13 +17,18 @@ struct CommitterThreadsTests {
         return true
     }
 
+    /// Runs a job that only says it ran on `threads`; whether it ran within 10 s.
+    func ranOnce(on threads: CommitterThreads) -> Bool {
+        let done = DispatchSemaphore(value: 0)
+        threads.run { done.signal() }
+        return done.wait(timeout: .now() + 10) == .success
+    }
+
     @Test("a committer started while a thread is parked runs on that thread, not a new one")
     func parkedThreadIsReused() {
         let threads = CommitterThreads(idleLimit: .seconds(30))
         for round in 1...3 {
-            let done = DispatchSemaphore(value: 0)
-            threads.run { done.signal() }
-            #expect(done.wait(timeout: .now() + 10) == .success, "job \(round) never ran")
+            #expect(ranOnce(on: threads), "job \(round) never ran")
             #expect(eventually { threads.parkedThreads == 1 })
         }
         #expect(threads.threadsStarted == 1)
@@ -32,9 +37,7 @@ struct CommitterThreadsTests {
     @Test("committers started at once run at once, one on the parked thread and one on a new thread: each waits for the other")
     func committersRunTogether() {
         let threads = CommitterThreads(idleLimit: .seconds(30))
-        let warm = DispatchSemaphore(value: 0)
-        threads.run { warm.signal() }
-        #expect(warm.wait(timeout: .now() + 10) == .success)
+        #expect(ranOnce(on: threads))
         #expect(eventually { threads.parkedThreads == 1 })
         let first = DispatchSemaphore(value: 0), second = DispatchSemaphore(value: 0)
         let met = Atomic(0)
@@ -54,12 +57,10 @@ struct CommitterThreadsTests {
     @Test("a parked thread ends once it waited its idle limit; the next committer gets a new one")
     func idleThreadEnds() {
         let threads = CommitterThreads(idleLimit: .milliseconds(20))
-        let done = DispatchSemaphore(value: 0)
-        threads.run { done.signal() }
-        #expect(done.wait(timeout: .now() + 10) == .success)
-        #expect(eventually { threads.parkedThreads == 0 })
-        threads.run { done.signal() }
-        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(ranOnce(on: threads))
+        #expect(eventually { threads.threadsEnded == 1 })
+        #expect(threads.parkedThreads == 0)
+        #expect(ranOnce(on: threads))
         #expect(threads.threadsStarted == 2)
     }
 
@@ -75,6 +76,7 @@ struct CommitterThreadsTests {
         }
         #expect(eventually { ran.load(ordering: .relaxed) == total })
         #expect(ran.load(ordering: .relaxed) == total)
-        #expect(eventually { threads.parkedThreads == 0 })
+        #expect(eventually { threads.threadsEnded == threads.threadsStarted })
+        #expect(threads.parkedThreads == 0)
     }
 }
