@@ -7,7 +7,7 @@ import WorkflowLocks
 /// no more rounds to commit parks for ``idleLimit``, and the next committer to start runs on it
 /// instead of on a new thread. A lone client's commits would otherwise each pay for a thread's
 /// creation; a burst needs no more threads than committers run at once, and they end once the
-/// store is idle.
+/// store is idle (a parked thread keeps its pipeline until then).
 final class CommitterThreads: Sendable {
     /// A parked thread: the job it is handed, then its wake-up.
     private final class Parked: Sendable {
