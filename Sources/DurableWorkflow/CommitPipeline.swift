@@ -127,11 +127,9 @@ final class CommitPipeline: Sendable {
     /// each part of a commit as it is handed over (`StorageBackend.writesPartsAsPulled`), so the
     /// round starts with whoever waits and takes the others in as they come back.
     let pulls: Bool
-    /// Whether background committers run on threads of their own (durable commits that several
-    /// may wait on at once: round trips to a server).
-    let committersOwnThreads: Bool
-    /// Their threads, when they have their own.
-    private let committerThreads: CommitterThreads?
+    /// The background committers' threads where they have their own (durable commits that
+    /// several may wait on at once: round trips to a server); `nil` where they run on Dispatch.
+    let committerThreads: CommitterThreads?
 
     /// A pipeline for a backend that takes `concurrency` commits at once; it gathers rounds when
     /// `gathers` (where a commit has a cost of its own to share: a sync, a round trip; not in
@@ -141,8 +139,7 @@ final class CommitPipeline: Sendable {
         self.gathers = gathers
         serial = concurrency <= 1
         self.pulls = gathers && pulls
-        committersOwnThreads = gathers && !serial
-        committerThreads = committersOwnThreads ? CommitterThreads() : nil
+        committerThreads = gathers && !serial ? CommitterThreads() : nil
     }
 
     /// Whether a committer is at work now (a moment later it may not be).

@@ -3,7 +3,7 @@ import Foundation
 import WorkflowLocks
 
 /// Threads of their own for a pipeline's background committers where a commit blocks its thread
-/// for a round trip (see ``CommitPipeline/committersOwnThreads``): a committer's thread that has
+/// for a round trip (see ``CommitPipeline/committerThreads``): a committer's thread that has
 /// no more rounds to commit parks for ``idleLimit``, and the next committer to start runs on it
 /// instead of on a new thread. A lone client's commits would otherwise each pay for a thread's
 /// creation; a burst needs no more threads than committers run at once, and they end once the
