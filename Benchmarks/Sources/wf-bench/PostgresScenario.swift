@@ -16,7 +16,8 @@ import WorkflowPostgres
 ///   run, and the engine is also measured against the same clients awaiting raw group `CALL`s
 ///   with no engine (``RawGroupCommitter``), paired as well, and against those clients with
 ///   each `CALL` also fencing their rows as issue 24's design asks (the least such a commit
-///   costs);
+///   costs); the CPU per action and per record of each, the process's and the server's (when it
+///   runs on this machine: ``CPUClock/postgresServer(backendPID:)``);
 /// - request/response `strict`, 100 instances against 1;
 /// - several hosts: 1,000 instances spread over 1, 2 and 4 host processes (`grouped`, a client
 ///   each), against as many processes each committing its share of the rows per raw `CALL`,
@@ -65,6 +66,7 @@ enum PostgresScenario {
         let paired = try groupedAgainstShape(server: server, table: rawTable, commits: commitsOf(shapeInstances), window: window, runs: runs)
         raw[shapeInstances] = paired.ceiling
         results += [paired.ceiling, paired.shape, paired.second?.shape, paired.engine, paired.paired, paired.second?.paired].compactMap { $0 }
+        results += paired.cpu
         // The same with one commit in flight at a time: what overlapping commits bring.
         if let ceiling = raw[100] {
             results.append(try requestResponse(.grouped, instances: 100, server: server, window: window, runs: runs, concurrentCommits: 1)
@@ -107,7 +109,8 @@ enum PostgresScenario {
     /// engine's), and the same clients with the fence of issue 24's design
     /// (``fencedRequestResponse(clients:server:table:)``), all measured right before it: the
     /// ceiling's figure, each shape's, the engine's against the ceiling, and the engine's against
-    /// each shape (each the median of the runs' ratios).
+    /// each shape (each the median of the runs' ratios); and the process's and the server's CPU
+    /// per record of each shape and per action of the engine.
     static func groupedAgainstShape(
         server: PostgresConfiguration, table: RawTable, commits: Int, window: Double, runs: Int
     ) throws -> PairedRuns {
@@ -127,7 +130,8 @@ enum PostgresScenario {
             engineDetail: "\(count) instances on PostgreSQL, a client each looping await sendAndWait for \(window) s",
             ceiling: ("raw-\(count)-per-commit", RawTable.detail(rowsPerCommit: count, commits: commits) + ", right before each run of the shape and the engine",
                       table.commitRuns(rowsPerCommit: count, commits: commits)),
-            second: ("fenced", "raw PostgreSQL: the same clients, each CALL also comparing and setting its clients' owner rows in one UPDATE (the fence a commit of issue 24's design needs), up to \(server.concurrentCommits) in flight, for \(window) s", fenced)
+            second: ("fenced", "raw PostgreSQL: the same clients, each CALL also comparing and setting its clients' owner rows in one UPDATE (the fence a commit of issue 24's design needs), up to \(server.concurrentCommits) in flight, for \(window) s", fenced),
+            clocks: [.process] + [try table.serverClock()].compactMap { $0 }
         ) { ServiceScenario.acknowledgedPerSecond(hosts, window: window) }
     }
 
@@ -339,6 +343,14 @@ enum PostgresScenario {
                 "INSERT INTO \(unescaped: schema).raw_fence (k, owner, last) SELECT unnest(\(keys)), \(owner), 0", logger: logger
             ).wait()
             try vacuum(["\(schema).raw_fence"])
+        }
+
+        /// The server's CPU time (``CPUClock/postgresServer(backendPID:)``), `nil` when it runs
+        /// where this process cannot see it.
+        func serverClock() throws -> CPUClock? {
+            let rows = try connection.query("SELECT pg_backend_pid()", logger: logger).wait()
+            guard let pid = try rows.first?.decode(Int32.self) else { return nil }
+            return CPUClock.postgresServer(backendPID: pid)
         }
 
         /// Vacuums and analyzes `tables` (qualified names).

@@ -113,7 +113,7 @@ final class RawGroupCommitter: Sendable {
     }
 }
 
-/// What ``RawGroupCommitter/pairedWithEngine(_:clients:window:runs:shapeMetric:shapeDetail:engineDetail:ceiling:engine:)``
+/// What ``RawGroupCommitter/pairedWithEngine(_:clients:window:runs:shapeMetric:shapeDetail:engineDetail:ceiling:second:clocks:engine:)``
 /// measured: the shape, the engine (against the ceiling when one was paired), the engine against
 /// the shape, and the ceiling.
 struct PairedRuns {
@@ -123,6 +123,8 @@ struct PairedRuns {
     let ceiling: Measurement?
     /// The second shape's figure (against the ceiling) and the engine's against it, when one was given.
     var second: (shape: Measurement, paired: Measurement)?
+    /// The CPU each shape spent per record and the engine per action, for each clock given.
+    var cpu: [Measurement] = []
 }
 
 extension RawGroupCommitter {
@@ -133,18 +135,29 @@ extension RawGroupCommitter {
     /// runs' ratios), named `raw-request-response-N`, `request-response-grouped-N` and
     /// `request-response-grouped-N-of-shape` in `scenario`. A `second` shape (another committer of
     /// the same clients) runs between the shape and the engine: `raw-request-response-NAME-N`
-    /// against the ceiling and `request-response-grouped-N-of-NAME-shape`.
+    /// against the ceiling and `request-response-grouped-N-of-NAME-shape`. Each of `clocks` times
+    /// the CPU of every run of a shape and of the engine: per record and per action, in µs
+    /// (`raw-request-response-N-CLOCK-cpu`, `raw-request-response-NAME-N-CLOCK-cpu`,
+    /// `request-response-grouped-N-CLOCK-cpu`, each the median of the runs).
     func pairedWithEngine(
         _ scenario: String, clients count: Int, window: Double, runs: Int, shapeMetric: String, shapeDetail: String,
         engineDetail: String, ceiling: (name: String, detail: String, run: () throws -> Double)? = nil,
-        second: (name: String, detail: String, committer: RawGroupCommitter)? = nil, engine: () -> Double
+        second: (name: String, detail: String, committer: RawGroupCommitter)? = nil, clocks: [CPUClock] = [.process],
+        engine: () -> Double
     ) throws -> PairedRuns {
         var ceilingSamples: [Double] = [], shapeSamples: [Double] = [], secondSamples: [Double] = [], engineSamples: [Double] = []
+        // Per clock, the CPU per unit of each run: of the shape, the second shape and the engine.
+        var shapeCPU = clocks.map { _ in [Double]() }, secondCPU = shapeCPU, engineCPU = shapeCPU
+        func timed(_ samples: inout [Double], _ cpu: inout [[Double]], _ body: () -> Double) {
+            let (rate, microseconds) = CPUClock.perUnit(clocks, body)
+            samples.append(rate)
+            for index in clocks.indices { cpu[index].append(microseconds[index]) }
+        }
         for _ in 0..<runs {
             if let ceiling { ceilingSamples.append(try ceiling.run()) }
-            shapeSamples.append(recordsPerSecond(clients: count, window: window))
-            if let second { secondSamples.append(second.committer.recordsPerSecond(clients: count, window: window)) }
-            engineSamples.append(engine())
+            timed(&shapeSamples, &shapeCPU) { recordsPerSecond(clients: count, window: window) }
+            if let second { timed(&secondSamples, &secondCPU) { second.committer.recordsPerSecond(clients: count, window: window) } }
+            timed(&engineSamples, &engineCPU, engine)
         }
         let measuredCeiling = ceiling.map { ceiling in
             Measurement(scenario, ceiling.name, metric: shapeMetric, samples: ceilingSamples, detail: ceiling.detail)
@@ -168,6 +181,18 @@ extension RawGroupCommitter {
                 detail: "the same, against the \(second.name) raw request/response measured right before each run"
             ).relative(to: secondShape, pairing: engineSamples, with: secondSamples)
             runs.second = (secondShape, secondPaired)
+        }
+        for (index, clock) in clocks.enumerated() {
+            let what = "the \(clock.name)'s CPU (user and system), in µs"
+            runs.cpu.append(Measurement(scenario, "raw-request-response-\(count)-\(clock.name)-cpu", metric: "cpu_us_per_record",
+                                        samples: shapeCPU[index], detail: "\(what) per record of raw-request-response-\(count)"))
+            if let second {
+                runs.cpu.append(Measurement(
+                    scenario, "raw-request-response-\(second.name)-\(count)-\(clock.name)-cpu", metric: "cpu_us_per_record",
+                    samples: secondCPU[index], detail: "\(what) per record of raw-request-response-\(second.name)-\(count)"))
+            }
+            runs.cpu.append(Measurement(scenario, "request-response-grouped-\(count)-\(clock.name)-cpu", metric: "cpu_us_per_action",
+                                        samples: engineCPU[index], detail: "\(what) per action of request-response-grouped-\(count)"))
         }
         return runs
     }

@@ -11,7 +11,9 @@ import WorkflowLMDB
 /// (``RawGroupCommitter``), both paired with the engine run by run.
 ///
 /// - request/response: each client loops `await sendAndWait` for a fixed window (`grouped`,
-///   `strict`); the figure is actions acknowledged per second over all clients;
+///   `strict`); the figure is actions acknowledged per second over all clients; in `grouped`, the
+///   process's CPU per acknowledged action and per record of the shape too (``CPUClock``): with
+///   the rate, how many of the cores each kept busy;
 /// - fire and forget: each client sends its share of a fixed total, then awaits `flush()`;
 /// - two processes: two children of this runner on one store, N/2 instances each, request/response
 ///   in `grouped` for the same window.
@@ -36,7 +38,7 @@ enum ServiceScenario {
         for count in instanceCounts {
             guard let runs = grouped[count] else { continue }
             groupedByCount[count] = runs.engine
-            results += [runs.shape, runs.engine, runs.paired] + (latencies[count] ?? [])
+            results += [runs.shape, runs.engine, runs.paired] + (latencies[count] ?? []) + runs.cpu
         }
         var strictOne: Measurement?
         for count in instanceCounts {
