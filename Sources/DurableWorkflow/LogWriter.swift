@@ -60,14 +60,17 @@ final class LogWriter: Sendable {
             return waiting
         }
 
-        /// Adds `batch` to the waiting ones; whether the writer must be listed in the pipeline.
-        mutating func append(_ batch: CommitBatch) -> Bool {
+        /// Moves `batch` to the waiting ones (a copy would retain each of its arrays and objects,
+        /// and the host's thread release them again); whether the writer must be listed in the
+        /// pipeline.
+        mutating func append(taking batch: inout CommitBatch?) -> Bool {
             // A batch without entries writes nothing (its snapshots and attachments belong to
             // entries it would hold).
-            if batch.isEmpty { return false }
-            waiting.append(batch)
-            waitingEntries += batch.entries.count
-            if let last = batch.entries.last { lastHandedIn = last.sequence }
+            guard let entries = batch?.entries.count, entries > 0, let last = batch?.entries.last?.sequence,
+                  let taken = batch.take() else { return false }
+            waiting.append(taken)
+            waitingEntries += entries
+            lastHandedIn = last
             let wasListed = listed
             listed = true
             return !wasListed
@@ -93,11 +96,12 @@ final class LogWriter: Sendable {
     /// it and throws that failure. While `backlog` entries or more already wait, blocks until
     /// the committer takes them: a host that outpaces the disk is slowed to its pace instead of
     /// holding ever more in memory.
-    func handOff(_ batch: CommitBatch, listener: any JournalListener, backlog: Int) throws {
+    func handOff(_ batch: consuming CommitBatch, listener: any JournalListener, backlog: Int) throws {
+        var batch = Optional(batch)
         while true {
             let list = try handedOff.withLock { state -> Bool? in
                 if let failure = state.failure {
-                    batch.abandon()
+                    batch?.abandon()
                     throw failure
                 }
                 if (state.listed || state.inFlight) && state.waitingEntries >= backlog {
@@ -105,7 +109,7 @@ final class LogWriter: Sendable {
                     return nil
                 }
                 state.listener = listener
-                return state.append(batch)
+                return state.append(taking: &batch)
             }
             guard let list else {
                 room.wait()
@@ -118,13 +122,14 @@ final class LogWriter: Sendable {
 
     /// Commits whatever was handed in and `batch` before returning (sharing the commit with other
     /// instances' waiting batches); on failure, abandons what waits and throws.
-    func commitNow(_ batch: CommitBatch) throws {
+    func commitNow(_ batch: consuming CommitBatch) throws {
+        var batch = Optional(batch)
         let list = try handedOff.withLock { state -> Bool in
             if let failure = state.failure {
-                batch.abandon()
+                batch?.abandon()
                 throw failure
             }
-            return state.append(batch)
+            return state.append(taking: &batch)
         }
         store.pipeline.commit(self, list: list)
         if let failure = handedOff.withLock({ $0.failure }) { throw failure }

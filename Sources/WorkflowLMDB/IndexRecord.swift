@@ -28,24 +28,37 @@ enum IndexRecord {
         return bytes
     }
 
+    /// `state`, encoded.
+    static func encodedState(_ state: State) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: stateSize)
+        bytes.withUnsafeMutableBytes { writeState(state, into: $0) }
+        return bytes
+    }
+
     /// Writes the mutable part into `space` (``stateSize`` bytes), as ``encodedState(_:journaledFrom:)``
     /// encodes it: for a value reserved in place in the map.
     static func writeState(_ instance: StoredInstance, journaledFrom: UInt64, into space: UnsafeMutableRawBufferPointer) {
+        writeState(State(status: instance.status, updated: instance.updated, lastSequence: instance.lastSequence,
+                         lastSnapshot: instance.lastSnapshot, claim: instance.claim, journaledFrom: journaledFrom), into: space)
+    }
+
+    /// Writes `state` into `space` (``stateSize`` bytes).
+    static func writeState(_ state: State, into space: UnsafeMutableRawBufferPointer) {
         precondition(space.count == stateSize, "a state record is \(stateSize) bytes")
         space[0] = 2
-        space[1] = statusCode(instance.status)
+        space[1] = statusCode(state.status)
         var offset = 2
         func store(_ value: some FixedWidthInteger) {
             space.storeBytes(of: value.littleEndian, toByteOffset: offset, as: type(of: value))
             offset += MemoryLayout.size(ofValue: value)
         }
-        store(instance.updated)
-        store(instance.lastSequence)
-        store(instance.lastSnapshot)
-        store(instance.claim.pid)
-        store(instance.claim.processStart)
-        store(instance.claim.token)
-        store(journaledFrom)
+        store(state.updated)
+        store(state.lastSequence)
+        store(state.lastSnapshot)
+        store(state.claim.pid)
+        store(state.claim.processStart)
+        store(state.claim.token)
+        store(state.journaledFrom)
     }
 
     /// The size of the mutable part (format 2): version and status (a byte each); updated, last
@@ -86,9 +99,27 @@ enum IndexRecord {
                               lastSequence: 0, lastSnapshot: 0, claim: .none)
     }
 
-    /// `instance` with the mutable part decoded from `bytes` (version 1 or 2), and the first
-    /// sequence of the instance in the journal; `nil` when the bytes are corrupt.
-    static func withState(_ instance: StoredInstance, _ bytes: UnsafeRawBufferPointer) -> (instance: StoredInstance, journaledFrom: UInt64)? {
+    /// The mutable part of an instance's record. A commit reads and rewrites only this: it holds
+    /// no strings, so reading it retains nothing.
+    struct State {
+        var status: InstanceStatus
+        var updated: Int64
+        var lastSequence: UInt64
+        var lastSnapshot: UInt64
+        var claim: InstanceClaim
+        /// The first sequence of the instance in the journal, 0 when it has none there.
+        var journaledFrom: UInt64
+
+        /// Takes the last sequence and update time of `tail` when that entry is later.
+        mutating func advance(to tail: JournalTail?) {
+            guard let tail, tail.sequence > lastSequence else { return }
+            lastSequence = tail.sequence
+            updated = tail.updated
+        }
+    }
+
+    /// The mutable part decoded from `bytes` (version 1 or 2); `nil` when the bytes are corrupt.
+    static func decodeState(_ bytes: UnsafeRawBufferPointer) -> State? {
         var fields = Fields(bytes: bytes)
         guard let version = fields.next(UInt8.self), version == 1 || version == 2, let statusCode = fields.next(UInt8.self),
               let status = status(code: statusCode),
@@ -97,13 +128,21 @@ enum IndexRecord {
               let journaledFrom = version == 2 ? fields.next(UInt64.self) : 0 else {
             return nil
         }
+        return State(status: status, updated: updated, lastSequence: lastSequence, lastSnapshot: lastSnapshot,
+                     claim: InstanceClaim(pid: pid, processStart: processStart, token: token), journaledFrom: journaledFrom)
+    }
+
+    /// `instance` with the mutable part decoded from `bytes` (version 1 or 2), and the first
+    /// sequence of the instance in the journal; `nil` when the bytes are corrupt.
+    static func withState(_ instance: StoredInstance, _ bytes: UnsafeRawBufferPointer) -> (instance: StoredInstance, journaledFrom: UInt64)? {
+        guard let state = decodeState(bytes) else { return nil }
         var copy = instance
-        copy.status = status
-        copy.updated = updated
-        copy.lastSequence = lastSequence
-        copy.lastSnapshot = lastSnapshot
-        copy.claim = InstanceClaim(pid: pid, processStart: processStart, token: token)
-        return (copy, journaledFrom)
+        copy.status = state.status
+        copy.updated = state.updated
+        copy.lastSequence = state.lastSequence
+        copy.lastSnapshot = state.lastSnapshot
+        copy.claim = state.claim
+        return (copy, state.journaledFrom)
     }
 
     /// Little-endian integers; strings as a 32-bit length and UTF-8.

@@ -117,17 +117,15 @@ extension LMDBStorage {
         signals: SignalLayout?, tails: inout JournalTails, in txn: borrowing WriteTransaction
     ) throws -> CommitOutcome {
         let key = changes.key
-        // Keys are never reused and an instance's static part never changes: a cached one is
-        // the stored one as long as the instance has a state record (deleting removes it).
-        guard let base = try staticPart(id: changes.id, key: key, txn),
-              let current = try state.seek(exactly: key), let found = IndexRecord.withState(base, current.value) else {
+        guard try isInstance(id: changes.id, key: key, txn), let current = try state.seek(exactly: key),
+              var stored = IndexRecord.decodeState(current.value) else {
             return .refused(current: nil)
         }
-        guard found.instance.claim == changes.claim else { return .refused(current: found.instance.claim) }
-        var stored = found.instance, journaledFrom = found.journaledFrom
-        if journaledFrom > 0 {
+        guard stored.claim == changes.claim else { return .refused(current: stored.claim) }
+        let journaledBefore = stored.journaledFrom
+        if journaledBefore > 0 {
             try tails.update(in: txn, journal: layout.journal)
-            stored = stored.advanced(to: tails[key])
+            stored.advance(to: tails[key])
         }
         if let signals {
             for mark in changes.deliveryMarks where try LMDBSignalStorage.isDelivered(mark, layout: signals, txn) {
@@ -144,8 +142,8 @@ extension LMDBStorage {
             stored.updated = changes.updated
             // An instance with entries in the journal keeps adding there, so that its entries in
             // `log` always come before those in the journal.
-            if journaled || journaledFrom > 0 {
-                if journaledFrom == 0 { journaledFrom = entries.firstSequence }
+            if journaled || stored.journaledFrom > 0 {
+                if stored.journaledFrom == 0 { stored.journaledFrom = entries.firstSequence }
                 try journal.append(entries, of: key, updated: changes.updated, through: journalCursor)
                 tails.appended(JournalTail(sequence: stored.lastSequence, updated: stored.updated), of: key)
             } else {
@@ -157,9 +155,9 @@ extension LMDBStorage {
             stored.lastSnapshot = max(stored.lastSnapshot, snapshot.sequence)
             try txn.put(snapshot.bytes, forKey: LogKey(instance: key, sequence: snapshot.sequence), in: layout.snapshots)
         }
-        let recordChanges = found.journaledFrom == 0 || changes.status != nil || !changes.snapshots.isEmpty
+        let recordChanges = journaledBefore == 0 || changes.status != nil || !changes.snapshots.isEmpty
         if recordChanges {
-            try state.reserve(IndexRecord.stateSize, forKey: key) { IndexRecord.writeState(stored, journaledFrom: journaledFrom, into: $0) }
+            try state.reserve(IndexRecord.stateSize, forKey: key) { IndexRecord.writeState(stored, into: $0) }
         }
         if let signals {
             for mark in changes.deliveryMarks { try LMDBSignalStorage.apply(mark, layout: signals, txn) }
@@ -167,15 +165,16 @@ extension LMDBStorage {
         return .committed
     }
 
-    /// The static part of instance `id` with `key`, from the cache or the store; `nil` when no
-    /// instance has both.
-    private func staticPart(id: String, key: UInt64, _ txn: borrowing WriteTransaction) throws -> StoredInstance? {
-        if let cached = staticParts.withLock({ $0[key] }), cached.id == id { return cached }
-        guard let base = try txn.value(forKey: id, in: layout.instances, { IndexRecord.decodeStatic($0, id: id) }), base.key == key else {
-            return nil
+    /// Whether `key` is the key of instance `id`, from the cache or the store. Keys are never
+    /// reused and an instance's id never changes: a cached pair holds as long as the instance has
+    /// a state record (deleting removes both).
+    private func isInstance(id: String, key: UInt64, _ txn: borrowing WriteTransaction) throws -> Bool {
+        if knownIDs.withLock({ $0[key] == id }) { return true }
+        guard let stored = try txn.value(forKey: id, in: layout.instances, { IndexRecord.decodeStatic($0, id: id)?.key }), stored == key else {
+            return false
         }
-        staticParts.withLock { $0[key] = base }
-        return base
+        knownIDs.withLock { $0[key] = id }
+        return true
     }
 
     /// Writes `entries` into the instance's range of `log` through one cursor: appended
@@ -206,7 +205,7 @@ extension LMDBStorage {
             try environment.read { txn in
                 // The entries in `log` come first, then (from `journaledFrom` on) those in the journal.
                 let journaledFrom = try txn.value(forKey: key, in: layout.state) { bytes in
-                    IndexRecord.withState(StoredInstance.placeholder, bytes)?.journaledFrom
+                    IndexRecord.decodeState(bytes)?.journaledFrom
                 } ?? 0
                 var going = true
                 try txn.forEach(in: layout.log, from: LogKey(instance: key, sequence: from)) { keyBytes, value in
@@ -254,8 +253,3 @@ extension LMDBStorage {
     }
 }
 
-extension StoredInstance {
-    /// A record whose mutable part is about to be decoded, when only that part is wanted.
-    static let placeholder = StoredInstance(
-        id: "", key: 0, workflowType: "", codec: "", status: .running, created: 0, updated: 0, lastSequence: 0, lastSnapshot: 0, claim: .none)
-}

@@ -134,7 +134,7 @@ extension LMDBStorage {
                 guard let key = try txn.value(forKey: id, in: layout.instances, { IndexRecord.decodeStatic($0, id: id)?.key }) else {
                     return try txn.delete(id, in: layout.instances)
                 }
-                staticParts.withLock { $0[key] = nil }
+                knownIDs.withLock { $0[key] = nil }
                 for database in [layout.log, layout.snapshots] {
                     try txn.withCursor(on: database) { cursor in
                         var entry = try cursor.seek(atLeast: LogKey(instance: key, sequence: 0))

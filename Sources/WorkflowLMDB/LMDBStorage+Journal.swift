@@ -178,10 +178,10 @@ extension LMDBStorage {
         try txn.removeAll(in: layout.journal)
         // Each instance's record now says what its last journal entry said.
         for instance in instances {
-            guard let stored = try txn.value(forKey: instance, in: layout.state, { IndexRecord.withState(StoredInstance.placeholder, $0) }) else {
-                continue
-            }
-            try txn.put(IndexRecord.encodedState(stored.instance.advanced(to: tails[instance]), journaledFrom: 0), forKey: instance, in: layout.state)
+            guard var state = try txn.value(forKey: instance, in: layout.state, { IndexRecord.decodeState($0) }) else { continue }
+            state.advance(to: tails[instance])
+            state.journaledFrom = 0
+            try txn.put(IndexRecord.encodedState(state), forKey: instance, in: layout.state)
         }
     }
 
@@ -198,7 +198,7 @@ extension LMDBStorage {
             }
             let instance = UInt64(bigEndian: value.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
             let time = try updated[instance] ?? txn.value(forKey: instance, in: layout.state) {
-                IndexRecord.withState(StoredInstance.placeholder, $0)?.instance.updated
+                IndexRecord.decodeState($0)?.updated
             } ?? 0
             updated[instance] = time
             var bytes = Array(value.prefix(16))

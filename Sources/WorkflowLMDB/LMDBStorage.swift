@@ -23,8 +23,8 @@ public final class LMDBStorage: StorageBackend {
     /// The store's signals, opened at the first use.
     private let signals = Lock<LMDBSignalStorage?>(nil)
     private let syncTask = Lock<Task<Void, Never>?>(nil)
-    /// Instances' static index parts by key, as commits found them (they never change).
-    let staticParts = Lock<[UInt64: StoredInstance]>([:])
+    /// Instances' ids by key, as commits found them in `instances` (neither ever changes).
+    let knownIDs = Lock<[UInt64: String]>([:])
     /// Each instance's last journal entry, as commits of this storage keep track of them.
     let journalTails = Lock(JournalTails())
     /// How many entries the journal holds before a commit moves them all into `log`.
