@@ -20,10 +20,12 @@ struct CPUClock: Sendable {
 
     /// A PostgreSQL server on this machine, found from one of its backends (`backendPID`, from
     /// `pg_backend_pid()`): its postmaster (that backend's parent) and every process it started,
-    /// with the time of those it already reaped. `nil` when `/proc` does not show the backend (a
-    /// server on another machine, or in another PID namespace).
+    /// with the time of those it already reaped. `nil` when `/proc` does not show the backend as a
+    /// `postgres` process (a server on another machine, or in another PID namespace, where that
+    /// number may be another process's).
     static func postgresServer(backendPID: Int32) -> CPUClock? {
-        guard let backend = ProcessStat(pid: backendPID), let postmaster = ProcessStat(pid: backend.parent) else { return nil }
+        guard let backend = ProcessStat(pid: backendPID), backend.name == "postgres",
+              let postmaster = ProcessStat(pid: backend.parent), postmaster.name == "postgres" else { return nil }
         let root = postmaster.pid
         return CPUClock(name: "server") {
             var ticks = ProcessStat(pid: root).map { $0.ownTicks + $0.reapedTicks } ?? 0
@@ -52,6 +54,8 @@ struct CPUClock: Sendable {
 /// The fields of `/proc/PID/stat` that ``CPUClock`` reads.
 private struct ProcessStat {
     let pid: Int32
+    /// The executable's name, as the kernel keeps it (at most 15 bytes).
+    let name: Substring
     let parent: Int32
     /// User and system time of the process itself, and of its children it waited for (clock ticks).
     let ownTicks: Int
@@ -59,7 +63,7 @@ private struct ProcessStat {
 
     init?(pid: Int32) {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let nameEnd = text.lastIndex(of: ")") else { return nil }
+              let nameStart = text.firstIndex(of: "("), let nameEnd = text.lastIndex(of: ")"), nameStart < nameEnd else { return nil }
         // After the name (which may hold spaces, within parentheses): state, ppid, …; utime is
         // field 14 of the whole line, so the 12th after the name.
         let fields = text[text.index(after: nameEnd)...].split(separator: " ")
@@ -67,6 +71,7 @@ private struct ProcessStat {
               let user = Int(fields[11]), let system = Int(fields[12]), let childUser = Int(fields[13]), let childSystem = Int(fields[14])
         else { return nil }
         self.pid = pid
+        name = text[text.index(after: nameStart)..<nameEnd]
         self.parent = parent
         ownTicks = user + system
         reapedTicks = childUser + childSystem
