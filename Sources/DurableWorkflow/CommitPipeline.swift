@@ -423,8 +423,9 @@ private struct RoundInFlight {
         }
         for index in start..<participants.count {
             do {
-                guard let changes = try participants[index].writer.changes(for: &participants[index], reusing: &scratch) else { continue }
-                request.changes.append(changes)
+                guard try participants[index].writer.appendChanges(for: &participants[index], reusing: &scratch, to: &request.changes) else {
+                    continue
+                }
                 requested.append(index)
             } catch {
                 participants[index].failure = error

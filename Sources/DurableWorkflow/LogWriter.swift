@@ -267,14 +267,18 @@ final class LogWriter: Sendable {
         store.releaseOwnership(of: instanceID, owner: owner)
     }
 
-    /// The participant's batches as the changes one commit makes to the instance: its entries
-    /// encoded into log records, its snapshots and its signal delivery marks. Throws
-    /// ``DurableError/Kind/notCodable`` when an action cannot be encoded (the participant then
-    /// fails alone). When the instance has observers, `participant.written` gets the entries.
-    func changes(for participant: inout CommitParticipant, reusing scratch: inout ChangesScratch) throws -> InstanceChanges? {
+    /// Appends to a request's `changes` the participant's batches as the changes one commit makes
+    /// to the instance: its entries encoded into log records, its snapshots and its signal
+    /// delivery marks; returns whether it had any (made where they go: a copy would retain each
+    /// of their arrays, and release them again). Throws ``DurableError/Kind/notCodable`` when an action
+    /// cannot be encoded (the participant then fails alone, with nothing appended). When the
+    /// instance has observers, `participant.written` gets the entries.
+    func appendChanges(
+        for participant: inout CommitParticipant, reusing scratch: inout ChangesScratch, to changes: inout [InstanceChanges]
+    ) throws -> Bool {
         let batches = participant.batches
         participant.written.removeAll(keepingCapacity: true)
-        guard let first = participant.firstSequence, let last = participant.lastSequence else { return nil }
+        guard let first = participant.firstSequence, let last = participant.lastSequence else { return false }
         let codec = configuration.codec, observed = !configuration.observers.isEmpty
         var records = LogRecords(firstSequence: first, capacity: Int(last - first + 1))
         var updated: Int64 = 0
@@ -322,13 +326,13 @@ final class LogWriter: Sendable {
             for snapshot in batches[index].snapshots { snapshots.append((snapshot.sequence, snapshot.encoded())) }
             for attachment in batches[index].attachments { marks.append(attachment.deliveryMark) }
         }
-        var changes = InstanceChanges(
-            id: instanceID, key: instanceKey, claim: owner, entries: records, updated: updated)
-        changes.snapshots = snapshots
-        changes.deliveryMarks = marks
-        if participant.finishes { changes.status = .completed }
+        changes.append(InstanceChanges(id: instanceID, key: instanceKey, claim: owner, entries: records, updated: updated))
+        let appended = changes.count - 1
+        changes[appended].snapshots = snapshots
+        changes[appended].deliveryMarks = marks
+        if participant.finishes { changes[appended].status = .completed }
         participant.written = written
-        return changes
+        return true
     }
 
     /// The failure of a commit the store refused: another host holds the instance (or it was deleted).
