@@ -270,9 +270,9 @@ final class LogWriter: Sendable {
     /// Appends to a request's `changes` the participant's batches as the changes one commit makes
     /// to the instance: its entries encoded into log records, its snapshots and its signal
     /// delivery marks; returns whether it had any (made where they go: a copy would retain each
-    /// of their arrays, and release them again). Throws ``DurableError/Kind/notCodable`` when an action
-    /// cannot be encoded (the participant then fails alone, with nothing appended). When the
-    /// instance has observers, `participant.written` gets the entries.
+    /// of their arrays, and release them again). Throws ``DurableError/Kind/notCodable`` when an
+    /// action cannot be encoded (the participant then fails alone, with nothing appended). When
+    /// the instance has observers, `participant.written` gets the entries.
     func appendChanges(
         for participant: inout CommitParticipant, reusing scratch: inout ChangesScratch, to changes: inout [InstanceChanges]
     ) throws -> Bool {
