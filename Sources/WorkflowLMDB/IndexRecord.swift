@@ -23,9 +23,8 @@ enum IndexRecord {
     /// The mutable part; `journaledFrom` is the first sequence of the instance in the journal,
     /// 0 when it has none there.
     static func encodedState(_ instance: StoredInstance, journaledFrom: UInt64) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: stateSize)
-        bytes.withUnsafeMutableBytes { writeState(instance, journaledFrom: journaledFrom, into: $0) }
-        return bytes
+        encodedState(State(status: instance.status, updated: instance.updated, lastSequence: instance.lastSequence,
+                           lastSnapshot: instance.lastSnapshot, claim: instance.claim, journaledFrom: journaledFrom))
     }
 
     /// `state`, encoded.
@@ -35,14 +34,8 @@ enum IndexRecord {
         return bytes
     }
 
-    /// Writes the mutable part into `space` (``stateSize`` bytes), as ``encodedState(_:journaledFrom:)``
-    /// encodes it: for a value reserved in place in the map.
-    static func writeState(_ instance: StoredInstance, journaledFrom: UInt64, into space: UnsafeMutableRawBufferPointer) {
-        writeState(State(status: instance.status, updated: instance.updated, lastSequence: instance.lastSequence,
-                         lastSnapshot: instance.lastSnapshot, claim: instance.claim, journaledFrom: journaledFrom), into: space)
-    }
-
-    /// Writes `state` into `space` (``stateSize`` bytes).
+    /// Writes `state` into `space` (``stateSize`` bytes), as ``encodedState(_:)`` encodes it: for
+    /// a value reserved in place in the map.
     static func writeState(_ state: State, into space: UnsafeMutableRawBufferPointer) {
         precondition(space.count == stateSize, "a state record is \(stateSize) bytes")
         space[0] = 2

@@ -13,10 +13,10 @@ struct CPUClock: Sendable {
     static let process = CPUClock(name: "process") {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
-        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+        return total(usage.ru_utime) + total(usage.ru_stime)
     }
 
-    private static func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+    private static func total(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
 
     /// A PostgreSQL server on this machine, found from one of its backends (`backendPID`, from
     /// `pg_backend_pid()`): its postmaster (that backend's parent) and every process it started,
@@ -42,11 +42,10 @@ struct CPUClock: Sendable {
     /// counted per unit of that rate, in µs (the units being the rate times the time `body` took).
     static func perUnit(_ clocks: [CPUClock], _ body: () throws -> Double) rethrows -> (rate: Double, microseconds: [Double]) {
         let before = clocks.map { $0.read() }
-        let start = ContinuousClock.now
-        let rate = try body()
-        let elapsed = ContinuousClock.now - start
+        var rate = 0.0
+        let elapsed = try seconds { rate = try body() }
         let spent = zip(clocks, before).map { $0.read() - $1 }
-        let units = rate * (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        let units = rate * elapsed
         return (rate, spent.map { units > 0 ? $0 / units * 1e6 : 0 })
     }
 }
