@@ -30,6 +30,9 @@ struct JournalTails {
 
     /// The instance's last journal entry, once ``update(in:journal:)`` ran in this transaction.
     subscript(instance: UInt64) -> JournalTail? { tails[instance] }
+    /// How many instances have entries in the journal, once ``update(in:journal:)`` ran in this
+    /// transaction.
+    var instances: Int { tails.count }
 
     /// A new write transaction starts using this.
     mutating func begin() {

@@ -9,8 +9,6 @@ extension LMDBStorage {
     /// The most entries of one instance in a commit that go to the journal: more fill a good part
     /// of a page in the instance's range anyway, and would only be copied again by a checkpoint.
     package static let journalEntriesPerInstance = 8
-    /// How many entries the journal holds, by default, before a commit moves them all into `log`.
-    package static let checkpointEntries = 32_768
 
     public func commit(_ request: CommitRequest) throws(StorageFailure) -> [CommitOutcome] {
         try commit(request, pullingMore: { nil })
@@ -95,9 +93,15 @@ extension LMDBStorage {
             }
         }
         var checkpointed = false
-        if journal.appended > 0, try txn.count(of: layout.journal) >= checkpointEntries {
-            try checkpoint(txn)
-            checkpointed = true
+        if journal.appended > 0 {
+            let held = try txn.count(of: layout.journal)
+            if held >= checkpoints.entries {
+                try tails.update(in: txn, journal: layout.journal)
+                if held >= checkpoints.threshold(instances: tails.instances) {
+                    try checkpoint(txn)
+                    checkpointed = true
+                }
+            }
         }
         try tails.end(txn, journal: layout.journal, lastAppended: journal.lastEntry, checkpointed: checkpointed)
         written.transaction = txn.id

@@ -85,9 +85,15 @@ extension LMDBStorage {
     // and every process of this machine is gone after an operating-system crash, so a claim or
     // release that a crash loses changes nothing: the instance is free, or held by a dead process
     // and taken over, either way. The next synced commit makes them durable with it.
+    //
+    // A claim of an instance with entries in the journal checkpoints the journal first: the
+    // resume that follows a claim reads the instance's log, which a journal would make a search of
+    // every entry in it, for each instance resumed (a restart resumes many, and the instances a
+    // busy store holds all have entries there). One claim's checkpoint moves every instance's
+    // entries, so the others read their ranges of `log` too.
 
     public func claim(id: String, as claim: InstanceClaim, takingOverIf: (InstanceClaim) -> Bool) throws(StorageFailure) -> ClaimOutcome {
-        try update(id: id, durability: .noSync) { stored in
+        try update(id: id, durability: .noSync, checkpointingJournal: true) { stored in
             if !stored.claim.isNone, !takingOverIf(stored.claim) { return .held(by: stored.claim) }
             stored.claim = claim
             return .claimed(stored)
@@ -112,13 +118,21 @@ extension LMDBStorage {
 
     /// Reads instance `id`'s record in a write transaction, lets `change` modify it and writes it
     /// back unless `change` returns `nil`; `nil` when there is no such instance.
+    /// `checkpointingJournal`: if the instance has entries in the journal, the journal is moved
+    /// into `log` first.
     private func update<R>(
-        id: String, durability: EnvironmentConfiguration.Durability? = nil, _ change: (inout StoredInstance) -> R?
+        id: String, durability: EnvironmentConfiguration.Durability? = nil, checkpointingJournal: Bool = false,
+        _ change: (inout StoredInstance) -> R?
     ) throws(StorageFailure) -> R? {
         let layout = self.layout
         return try call {
             try environment.write(durability: durability) { txn -> R? in
-                guard let found = try indexed(id: id, txn) else { return nil }
+                guard var found = try indexed(id: id, txn) else { return nil }
+                if checkpointingJournal, found.journaledFrom > 0 {
+                    try checkpoint(txn)
+                    guard let moved = try indexed(id: id, txn) else { return nil }
+                    found = moved
+                }
                 var stored = found.instance
                 guard let result = change(&stored) else { return nil }
                 try txn.put(IndexRecord.encodedState(stored, journaledFrom: found.journaledFrom), forKey: stored.key, in: layout.state)

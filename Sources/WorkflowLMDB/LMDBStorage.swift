@@ -27,8 +27,8 @@ public final class LMDBStorage: StorageBackend {
     let knownIDs = Lock<[UInt64: String]>([:])
     /// Each instance's last journal entry, as commits of this storage keep track of them.
     let journalTails = Lock(JournalTails())
-    /// How many entries the journal holds before a commit moves them all into `log`.
-    package let checkpointEntries: Int
+    /// When a commit moves the journal into `log`.
+    package let checkpoints: JournalCheckpoints
 
     /// The format this library writes (a newer one is refused, an older one migrated).
     public static let formatVersion: UInt32 = 4
@@ -66,10 +66,10 @@ public final class LMDBStorage: StorageBackend {
         let apply: @Sendable (borrowing WriteTransaction, StoreLayout) throws -> Void
     }
 
-    private init(environment: Environment, layout: StoreLayout, checkpointEntries: Int) {
+    private init(environment: Environment, layout: StoreLayout, checkpoints: JournalCheckpoints) {
         self.environment = environment
         self.layout = layout
-        self.checkpointEntries = checkpointEntries
+        self.checkpoints = checkpoints
     }
 
     deinit {
@@ -79,20 +79,27 @@ public final class LMDBStorage: StorageBackend {
     /// Opens (or creates) the store at `path`, checking its format. A path this process has open
     /// already is shared with the same configuration, and is a `.busy` failure with another one.
     public static func open(path: String, configuration: EnvironmentConfiguration = EnvironmentConfiguration()) throws(StorageFailure) -> LMDBStorage {
-        try open(path: path, configuration: configuration, checkpointEntries: checkpointEntries)
+        try open(path: path, configuration: configuration, checkpoints: .standard)
     }
 
     /// As ``open(path:configuration:)``, with the journal checkpointed at `checkpointEntries`
-    /// entries (tests make checkpoints frequent).
+    /// entries however many instances they are of (tests make checkpoints frequent).
     package static func open(
         path: String, configuration: EnvironmentConfiguration, checkpointEntries: Int
+    ) throws(StorageFailure) -> LMDBStorage {
+        try open(path: path, configuration: configuration, checkpoints: .every(checkpointEntries))
+    }
+
+    /// As ``open(path:configuration:)``, with the journal checkpointed as `checkpoints` say.
+    package static func open(
+        path: String, configuration: EnvironmentConfiguration, checkpoints: JournalCheckpoints
     ) throws(StorageFailure) -> LMDBStorage {
         do {
             let environment = try Environment.open(path: path, configuration: configuration)
             // The format first: a newer store may have databases this version does not know.
             let meta: Database<String, [UInt8]> = try environment.database(named: "meta")
             try checkFormat(environment: environment, meta: meta, readOnly: configuration.readOnly)
-            return LMDBStorage(environment: environment, layout: try StoreLayout(environment: environment), checkpointEntries: checkpointEntries)
+            return LMDBStorage(environment: environment, layout: try StoreLayout(environment: environment), checkpoints: checkpoints)
         } catch let failure as StorageFailure {
             throw failure
         } catch let error as LMDBError where error.kind == .databaseNotFound {

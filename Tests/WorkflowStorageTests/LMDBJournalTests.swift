@@ -203,7 +203,7 @@ struct LMDBJournalTests {
         let dir = TemporaryDirectory("journal-pulled-growth")
         let storage = try LMDBStorage.open(
             path: dir.path, configuration: EnvironmentConfiguration(initialMapSize: 256 << 10, maximumMapSize: 64 << 20),
-            checkpointEntries: LMDBStorage.checkpointEntries)
+            checkpoints: .standard)
         let keys = try instances(40, in: storage)
         let before = try storage.environment.info().mapSize
         // 40 parts of one instance each, 40 entries of 4 KiB per instance: several times the map.
@@ -241,12 +241,12 @@ struct LMDBJournalTests {
         let keys = try instances(8, in: storage)
         var last: UInt64 = 1
         let perRound = UInt64(LMDBStorage.journalEntriesPerInstance)
-        while last < UInt64(storage.checkpointEntries / keys.count) * 3 + 5 {
+        while last < UInt64(storage.checkpoints.entries / keys.count) * 3 + 5 {
             try commit(keys, last + 1, last + perRound, in: storage)
             last += perRound
         }
         let (journal, log) = try counts(storage)
-        #expect(journal < storage.checkpointEntries, "the journal was checkpointed (\(journal) entries left)")
+        #expect(journal < storage.checkpoints.entries, "the journal was checkpointed (\(journal) entries left)")
         #expect(journal + log == keys.count * Int(last))
         for key in keys {
             #expect(try storage.texts(key) == (1...last).map { "\($0):entry \($0)" })
@@ -255,6 +255,60 @@ struct LMDBJournalTests {
         #expect(try storage.texts(keys[7], from: last, through: last + 1) == ["\(last):entry \(last)", "\(last + 1):entry \(last + 1)"])
         #expect(storage.checkStructure(progress: { _ in }).isEmpty)
         #expect(try storage.statistics().logEntries == keys.count * Int(last + 1))
+    }
+
+    @Test("the journal is checkpointed at its floor of entries or, with entries of many instances, at its entries per instance, up to its ceiling whatever the instances")
+    func checkpointThresholds() throws {
+        let checkpoints = JournalCheckpoints(entries: 64, entriesPerInstance: 32, most: 200)
+        #expect((checkpoints.threshold(instances: 1), checkpoints.threshold(instances: 4), checkpoints.threshold(instances: 8)) == (64, 128, 200))
+        for (count, due) in [(4, 128), (8, 200)] {
+            let dir = TemporaryDirectory("journal-thresholds-\(count)")
+            let storage = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpoints: checkpoints)
+            let keys = try instances(count, in: storage)
+            var last: UInt64 = 1, held: [Int] = []
+            repeat {
+                try commit(keys, last + 1, last + 4, in: storage)
+                last += 4
+                held.append(try counts(storage).journal)
+            } while held.last! > 0 && held.count < 20
+            let perCommit = 4 * count
+            // Every commit appends; the first that brings the journal to `due` entries empties it.
+            let filling = Array(stride(from: perCommit, to: due, by: perCommit))
+            #expect(held == filling + [0], "\(count) instances")
+            #expect(try counts(storage).log == count * Int(last))
+        }
+    }
+
+    @Test("a claim of an instance with entries in the journal moves the whole journal into the log first, so that its resume reads the instance's range of the log instead of searching the journal; a claim of one without leaves the journal as it is")
+    func claimCheckpoints() throws {
+        let dir = TemporaryDirectory("journal-claim")
+        let storage = try LMDBStorage.open(path: dir.path)
+        let keys = try instances(LMDBStorage.journalFanIn, in: storage)
+        try commit(keys, 2, 3, in: storage)
+        let lone = try #require(try storage.create(Records.new("lone", claim: .none)))
+        #expect(try counts(storage).journal == 2 * keys.count)
+        guard case .claimed(let alone) = try storage.claim(id: "lone", as: Records.hostA, takingOverIf: { _ in false }) else {
+            Issue.record("the lone instance was not claimed")
+            return
+        }
+        #expect(alone.key == lone.key)
+        #expect(try counts(storage).journal == 2 * keys.count, "no entry of the lone instance is in the journal")
+        try storage.release(id: "i2", claim: Records.hostA)
+        guard case .claimed(let claimed) = try storage.claim(id: "i2", as: Records.hostB, takingOverIf: { _ in false }) else {
+            Issue.record("i2 was not claimed")
+            return
+        }
+        #expect((claimed.lastSequence, claimed.claim) == (3, Records.hostB))
+        #expect(try counts(storage) == (journal: 0, log: 3 * keys.count + 1))
+        for (index, key) in keys.enumerated() {
+            #expect(try storage.texts(key) == ["1:entry 1", "2:entry 2", "3:entry 3"])
+            #expect(try storage.instance(id: "i\(index)")?.lastSequence == 3)
+        }
+        // The others commit on from where the checkpoint left them; the claimed one under its new claim.
+        #expect(allCommitted(try storage.commit(CommitRequest(durability: .synced, changes: keys.enumerated().map { index, key in
+            InstanceChanges(id: "i\(index)", key: key, claim: index == 2 ? Records.hostB : Records.hostA, entries: Records.range(4, 4), updated: 4)
+        }))))
+        #expect(try storage.texts(keys[2]).count == 4)
     }
 
     @Test("deleting an instance removes its journal entries and no other's")
@@ -317,7 +371,7 @@ struct LMDBJournalTests {
         expectCorrupted { _ = try storage.instances() }
         expectCorrupted { _ = try storage.texts(keys[3]) }
         // A storage that has not read the journal yet must read it whole before it commits.
-        let other = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: LMDBStorage.checkpointEntries)
+        let other = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpoints: .standard)
         let before = try counts(storage)
         expectCorrupted {
             _ = try other.commit(CommitRequest(durability: .synced, changes: keys.enumerated().map { index, key in

@@ -1,13 +1,17 @@
 import DurableWorkflow
 import Foundation
 import LMDB
+import Synchronization
 import Workflow
 import WorkflowLMDB
 
 /// A service's restart: `resumeAll` of 10,000 instances, each with a snapshot and a log tail to
 /// replay after it, in a store reopened for the purpose; against the raw ceiling of the same
 /// shape (per instance: one read transaction for its record, snapshot and tail, then one
-/// unsynced write of its record, as a claim is written).
+/// unsynced write of its record, as a claim is written). Twice: instances whose entries were
+/// committed an instance at a time (in its range of the log), and instances whose clients all
+/// awaited their actions at once, as a busy service's do (their entries in the store-wide
+/// journal when the service stopped).
 enum RecoveryScenario {
     static let name = "recovery"
     static let entries = 16
@@ -15,14 +19,34 @@ enum RecoveryScenario {
 
     static func run(runs: Int, scale: Double) throws -> [Measurement] {
         let total = max(10, Int(10_000 * scale))
+        let raw = try RawRecovery(instances: total)
+        let rawDetail = "raw LMDB: per instance a read of its record, snapshot and \(entries - snapshotAt) entries, an unsynced write"
         let dir = try temporaryStore("recovery")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try fill(WorkflowStore.open(path: dir), instances: total)
-        let raw = try RawRecovery(instances: total)
-        return try pairedResumeAll(
+        let alone = try pairedResumeAll(
             name, "resume-all", detail: "resumeAll of \(total) instances (\(entries) entries each, a snapshot at \(snapshotAt)) in a reopened LMDB store",
-            raw: ("raw-resume-all", "raw LMDB: per instance a read of its record, snapshot and \(entries - snapshotAt) entries, an unsynced write"),
+            raw: ("raw-resume-all", rawDetail),
             total: total, runs: runs, ceiling: { try raw.run() }, store: { try WorkflowStore.open(path: dir) })
+        // Each run resumes a copy of the store as the clients left it: a resume checkpoints the
+        // journal, so the next run would find it empty.
+        let journaledDir = try temporaryStore("recovery-journaled")
+        var copies: [String] = []
+        defer { for path in [journaledDir] + copies { try? FileManager.default.removeItem(atPath: path) } }
+        try fillAwaiting(WorkflowStore.open(path: journaledDir), instances: total)
+        let journaled = try pairedResumeAll(
+            name, "resume-all-journaled",
+            detail: "the same, the instances' clients having awaited their actions all at once (their entries in the store-wide journal)",
+            raw: ("raw-resume-all-journaled", rawDetail),
+            total: total, runs: runs, ceiling: { try raw.run() },
+            store: {
+                let copy = try temporaryStore("recovery-journaled-run")
+                copies.append(copy)
+                try FileManager.default.removeItem(atPath: copy)
+                try FileManager.default.copyItem(atPath: journaledDir, toPath: copy)
+                return try WorkflowStore.open(path: copy)
+            })
+        return alone + journaled
     }
 
     /// The configuration of the recovered instances.
@@ -36,6 +60,38 @@ enum RecoveryScenario {
             for _ in 1..<entries { host.rendering.sink.send(.init(amount: 1)) }
             hosts.append(host)
         }
+        stopAll(hosts)
+        try store.sync()
+    }
+
+    /// Starts `total` counters in `grouped` mode and has a client per instance await each of its
+    /// actions, all clients at once (commits of many instances: their entries go to the
+    /// store-wide journal), then stops them (released).
+    static func fillAwaiting(_ store: WorkflowStore, instances total: Int) throws {
+        let grouped = benchConfiguration(.grouped, snapshotEvery: snapshotAt)
+        let hosts = try (0..<total).map { index in
+            try store.start(CodableCounter(), id: "i\(index)", configuration: grouped)
+        }
+        let sinks = hosts.map { $0.rendering.sink }
+        let done = DispatchSemaphore(value: 0)
+        let refused = Mutex(0)
+        Task.detached {
+            let count = await withTaskGroup(of: Int.self) { group in
+                for sink in sinks {
+                    group.addTask {
+                        var refused = 0
+                        for _ in 1..<entries where !(await sink.sendAndWait(.init(amount: 1))) { refused += 1 }
+                        return refused
+                    }
+                }
+                return await group.reduce(0, +)
+            }
+            refused.withLock { $0 = count }
+            done.signal()
+        }
+        done.wait()
+        let count = refused.withLock { $0 }
+        guard count == 0 else { throw BenchFailure("\(count) actions were not acknowledged") }
         stopAll(hosts)
         try store.sync()
     }
