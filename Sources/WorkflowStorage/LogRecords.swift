@@ -6,40 +6,58 @@ public struct LogRecords: Sendable {
     public private(set) var firstSequence: UInt64
     /// The records' bytes, one after another.
     public private(set) var bytes: [UInt8] = []
-    /// Where each record ends in `bytes`.
-    public private(set) var ends: [Int] = []
+    /// How many records.
+    public private(set) var count = 0
+    /// Where the first record ends in `bytes`, and each later one: a commit's records are mostly
+    /// one per instance, which then need no array of their own.
+    private var firstEnd = 0
+    private var laterEnds: [Int] = []
+    /// How many records the first one's size is taken as a measure of, to reserve `bytes`.
+    private let expected: Int
     /// What ``append(size:_:)`` extends `bytes` with before a record is written over it.
     private static let zeros = [UInt8](repeating: 0, count: 1024)
 
-    /// No records yet; the first one appended will have `firstSequence`.
+    /// No records yet; the first one appended will have `firstSequence`. `capacity`: how many
+    /// records are expected.
     public init(firstSequence: UInt64, capacity: Int = 0) {
         precondition(firstSequence >= 1, "log sequences start at 1")
         self.firstSequence = firstSequence
-        ends.reserveCapacity(capacity)
+        expected = capacity
+        if capacity > 1 { laterEnds.reserveCapacity(capacity - 1) }
     }
 
-    /// How many records.
-    public var count: Int { ends.count }
-    public var isEmpty: Bool { ends.isEmpty }
+    public var isEmpty: Bool { count == 0 }
     /// The sequence of the last record (`firstSequence - 1` when empty).
-    public var lastSequence: UInt64 { firstSequence + UInt64(ends.count) - 1 }
+    public var lastSequence: UInt64 { firstSequence + UInt64(count) - 1 }
+
+    /// Where the record at `index` ends in `bytes`.
+    private func end(of index: Int) -> Int {
+        index == 0 ? firstEnd : laterEnds[index - 1]
+    }
+
+    /// The record just written into `bytes` ends at its end.
+    private mutating func recordEnded() {
+        if count == 0 { firstEnd = bytes.count } else { laterEnds.append(bytes.count) }
+        count += 1
+    }
 
     /// Appends the record with the next sequence, as `bytes`.
     public mutating func append(_ record: [UInt8]) {
         bytes.append(contentsOf: record)
-        ends.append(bytes.count)
+        recordEnded()
     }
 
     /// Appends the record with the next sequence, copied from `record`.
     public mutating func append(_ record: UnsafeRawBufferPointer) {
         bytes.append(contentsOf: record)
-        ends.append(bytes.count)
+        recordEnded()
     }
 
     /// Appends the record with the next sequence, `size` bytes written by `fill` (which must write
     /// every byte it is given).
     public mutating func append(size: Int, _ fill: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
         let start = bytes.count
+        if start == 0 { bytes.reserveCapacity(size * max(1, expected)) }
         // Made room for with copies of a zeroed buffer: a repeated byte is appended one at a time.
         var remaining = size
         while remaining > 0 {
@@ -50,14 +68,15 @@ public struct LogRecords: Sendable {
         try bytes.withUnsafeMutableBytes { all in
             try fill(UnsafeMutableRawBufferPointer(rebasing: all[start..<(start + size)]))
         }
-        ends.append(bytes.count)
+        recordEnded()
     }
 
     /// Calls `body` with each record's sequence and bytes, in order.
     public func forEach(_ body: (UInt64, UnsafeRawBufferPointer) throws -> Void) rethrows {
         try bytes.withUnsafeBytes { all in
             var start = 0
-            for (index, end) in ends.enumerated() {
+            for index in 0..<count {
+                let end = end(of: index)
                 try body(firstSequence + UInt64(index), UnsafeRawBufferPointer(rebasing: all[start..<end]))
                 start = end
             }
@@ -67,6 +86,6 @@ public struct LogRecords: Sendable {
     /// The bytes of the record with `sequence`.
     public func record(_ sequence: UInt64) -> ArraySlice<UInt8> {
         let index = Int(sequence - firstSequence)
-        return bytes[(index == 0 ? 0 : ends[index - 1])..<ends[index]]
+        return bytes[(index == 0 ? 0 : end(of: index - 1))..<end(of: index)]
     }
 }

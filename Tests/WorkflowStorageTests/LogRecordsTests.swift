@@ -34,4 +34,21 @@ struct LogRecordsTests {
         }
         #expect(visited == Array(7..<(7 + UInt64(expected.count))))
     }
+
+    @Test("no records, then one: counts, last sequence and reads agree (a commit's records are mostly one per instance)")
+    func noneThenOne() {
+        var records = LogRecords(firstSequence: 3)
+        #expect(records.isEmpty && records.count == 0 && records.lastSequence == 2)
+        var visited = 0
+        records.forEach { _, _ in visited += 1 }
+        #expect(visited == 0)
+        records.append(size: 5) { space in space.copyBytes(from: [1, 2, 3, 4, 5]) }
+        #expect(!records.isEmpty && records.count == 1 && records.lastSequence == 3)
+        #expect(Array(records.record(3)) == [1, 2, 3, 4, 5])
+        records.forEach { sequence, bytes in
+            visited += 1
+            #expect(sequence == 3 && Array(bytes) == [1, 2, 3, 4, 5])
+        }
+        #expect(visited == 1)
+    }
 }
