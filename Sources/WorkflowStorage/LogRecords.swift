@@ -35,7 +35,9 @@ public struct LogRecords: Sendable {
         index == 0 ? firstEnd : laterEnds[index - 1]
     }
 
-    /// The record just written into `bytes` ends at its end.
+    /// The record just written into `bytes` ends at its end (inlined: a replay reads each entry
+    /// through here).
+    @inline(__always)
     private mutating func recordEnded() {
         if count == 0 { firstEnd = bytes.count } else { laterEnds.append(bytes.count) }
         count += 1
