@@ -53,7 +53,7 @@ public struct Sink<Action: WorkflowAction>: Sendable {
     private func outcome(of action: Action) async -> SendError? {
         switch target {
         case .node(let queue, let node):
-            return await withCheckedContinuation { continuation in
+            return await withUnsafeContinuation { continuation in
                 queue.enqueue(.sendAndWait(node, action, Waiter(continuation)))
             }
         case .recorder(let record):

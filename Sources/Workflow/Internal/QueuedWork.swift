@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Identifies a live node within one host.
 typealias NodeID = UInt64
 
@@ -9,10 +11,10 @@ protocol ActionQueue: AnyObject, Sendable {
 /// An entry in the host's first-in-first-out queue.
 ///
 /// Every payload has a size known when this module is compiled: continuations come boxed
-/// (``Waiter``). `CheckedContinuation` is a struct of a module built for library evolution, so
-/// its size is known only at run time; carried inline it would make the whole enum's layout a
-/// run-time one, and every send would pay for metadata lookups and value-witness calls to copy,
-/// tag and destroy its item.
+/// (``Waiter``). A continuation is a struct of a module built for library evolution, so its size
+/// is known only at run time; carried inline it would make the whole enum's layout a run-time
+/// one, and every send would pay for metadata lookups and value-witness calls to copy, tag and
+/// destroy its item.
 enum QueueItem: Sendable {
     /// An action sent through a sink to the node that declared it.
     case send(NodeID, any WorkflowAction)
@@ -29,22 +31,59 @@ enum QueueItem: Sendable {
     /// The consumer acknowledged root outputs up to this sequence (durable hosts).
     case acknowledge(UInt64)
     /// Commit what is pending (durable hosts); resumes once it is committed and released.
-    case flush(Waiter<Void>?)
+    case flush(Waiter<Done>?)
     /// End the tree; `completion` resumes when every worker and side effect has ended.
-    case stop(Waiter<Void>?)
+    case stop(Waiter<Done>?)
     /// The journal committed every entry up to this sequence in the background.
     case committed(UInt64)
     /// The journal could not commit in the background: the host stops.
     case journalFailed(any Error)
 }
 
-/// A continuation in a box of known size, for ``QueueItem``.
-final class Waiter<Value: Sendable>: Sendable {
-    let continuation: CheckedContinuation<Value, Never>
+/// What an awaited item's waiter returns when nobody resumed it before it was dropped.
+protocol WaiterValue: Sendable {
+    static var abandoned: Self { get }
+}
 
-    init(_ continuation: CheckedContinuation<Value, Never>) {
+extension Optional: WaiterValue where Wrapped == SendError {
+    /// A send whose host went away before answering was not applied.
+    static var abandoned: SendError? { SendError(reason: .hostStopped) }
+}
+
+/// What a flush or a stop returns: only that it is done.
+struct Done: WaiterValue {
+    static var abandoned: Done { Done() }
+}
+
+/// A client awaiting a queued item, in a box of known size for ``QueueItem``: resumed exactly
+/// once. It holds an `UnsafeContinuation`, which a second resume would corrupt and which nothing
+/// checks; this type makes the checks a `CheckedContinuation` would (whose own object and type
+/// lookups cost every awaited action): ``resume(returning:)`` resumes the first time only and
+/// stops the program on a second, and a waiter dropped without being resumed resumes its client
+/// with ``WaiterValue/abandoned`` instead of leaving it waiting forever.
+final class Waiter<Value: WaiterValue>: Sendable {
+    private let continuation: UnsafeContinuation<Value, Never>
+    private let resumed = Atomic(false)
+
+    init(_ continuation: UnsafeContinuation<Value, Never>) {
         self.continuation = continuation
     }
+
+    /// Resumes the client with `value`; called once.
+    func resume(returning value: Value) {
+        let (exchanged, _) = resumed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing)
+        precondition(exchanged, "a waiter was resumed twice")
+        continuation.resume(returning: value)
+    }
+
+    deinit {
+        if !resumed.load(ordering: .acquiring) { continuation.resume(returning: Value.abandoned) }
+    }
+}
+
+extension Waiter where Value == Done {
+    /// Resumes the client of a flush or a stop; called once.
+    func resume() { resume(returning: Done()) }
 }
 
 /// What happened to a queued action.

@@ -10,7 +10,7 @@ extension WorkflowRuntime {
         case .send(let nodeID, let action):
             _ = applySent(action, to: nodeID)
         case .sendAndWait(let nodeID, let action, let waiter):
-            settle(waiter.continuation, outcome: applySent(action, to: nodeID, awaited: true))
+            settle(waiter, outcome: applySent(action, to: nodeID, awaited: true))
         case .work(let work):
             _ = applyWork(work)
         case .updateRoot(let boxed):
@@ -21,7 +21,7 @@ extension WorkflowRuntime {
             callbacks[id] = nil
         case .flush(let waiter):
             if openBatch != .empty { commitPendingAndRelease(.now) }
-            if let completion = waiter?.continuation {
+            if let completion = waiter {
                 if openBatch != .empty {
                     pendingFlushes.append(completion)
                 } else if !sealed.isEmpty {
@@ -45,7 +45,7 @@ extension WorkflowRuntime {
                 // A failed commit has stopped it meanwhile: the stop has nothing more to do there
                 // than answer its waiter.
                 if stopped {
-                    waiter?.continuation.resume()
+                    waiter?.resume()
                     return
                 }
                 run = .stopped
@@ -56,12 +56,12 @@ extension WorkflowRuntime {
                 completion.stop(failure: nil)
                 runStopHandlers()
             }
-            waiter?.continuation.resume()
+            waiter?.resume()
         }
     }
 
     /// Resumes a `sendAndWait` once its action is committed (at once if it was not applied).
-    func settle(_ completion: CheckedContinuation<SendError?, Never>, outcome: WorkOutcome) {
+    func settle(_ completion: Waiter<SendError?>, outcome: WorkOutcome) {
         switch outcome {
         case .applied where openBatch != .empty:
             pendingCompletions.append(completion)

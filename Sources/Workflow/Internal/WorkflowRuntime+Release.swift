@@ -31,7 +31,7 @@ extension WorkflowRuntime {
         case .committing:
             // The waiters move into the sealed batch, whose array comes back for the next ones
             // once it is released (``releaseSealed(_:)``).
-            var completions: [CheckedContinuation<SendError?, Never>] = []
+            var completions: [Waiter<SendError?>] = []
             swap(&completions, &pendingCompletions)
             sealed.append(SealedRelease(
                 through: context.currentSequence, renderings: pendingRenderings.count - sealedRenderings,
@@ -150,8 +150,8 @@ struct SealedRelease {
     let renderings: Int
     let outputs: Int
     var effects: EffectBatch
-    var completions: [CheckedContinuation<SendError?, Never>]
-    var flushes: [CheckedContinuation<Void, Never>]
+    var completions: [Waiter<SendError?>]
+    var flushes: [Waiter<Done>]
 }
 
 /// What the open batch of a durable host holds, and who asks for its commit.

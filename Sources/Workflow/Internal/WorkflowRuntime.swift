@@ -62,8 +62,8 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     let pendingOutputs = ValueBuffer<Root.Output>()
     /// The entry sequence of each pending output (only with `acknowledgedOutputs`).
     var pendingOutputSequences: [UInt64] = []
-    @exclusivity(unchecked) var pendingCompletions: [CheckedContinuation<SendError?, Never>] = []
-    @exclusivity(unchecked) var pendingFlushes: [CheckedContinuation<Void, Never>] = []
+    @exclusivity(unchecked) var pendingCompletions: [Waiter<SendError?>] = []
+    @exclusivity(unchecked) var pendingFlushes: [Waiter<Done>] = []
     /// What was recorded since the last commit or hand-off (the open batch) and who commits it.
     @exclusivity(unchecked) var openBatch = OpenBatch.empty
     /// Batches being committed in the background, oldest first, with what each holds back; the
