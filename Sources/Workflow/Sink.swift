@@ -53,9 +53,7 @@ public struct Sink<Action: WorkflowAction>: Sendable {
     private func outcome(of action: Action) async -> SendError? {
         switch target {
         case .node(let queue, let node):
-            return await withUnsafeContinuation { continuation in
-                queue.enqueue(.sendAndWait(node, action, Waiter(continuation)))
-            }
+            return await Waiter.wait { waiter in queue.enqueue(.sendAndWait(node, action, waiter)) }
         case .recorder(let record):
             record(action)
             return nil

@@ -99,7 +99,7 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
     /// Returns once every action applied so far is committed (durable hosts with grouped
     /// commits); at once for an in-memory host.
     public func flush() async {
-        _ = await withUnsafeContinuation { continuation in runtime.enqueue(.flush(Waiter(continuation))) }
+        _ = await Waiter.wait { runtime.enqueue(.flush($0)) }
     }
 
     deinit {
@@ -173,7 +173,7 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
     /// then; what it emits is discarded. The host still holds its durable store until it is
     /// gone: to let go of the store's files at once, close the store (`WorkflowStore.close()`).
     public func stopAndWait() async {
-        _ = await withUnsafeContinuation { continuation in runtime.enqueue(.stop(Waiter(continuation))) }
+        _ = await Waiter.wait { runtime.enqueue(.stop($0)) }
     }
 }
 

@@ -33,6 +33,14 @@ extension LMDBStorage {
     /// journal entries leave them), and its first sequence in the journal (0 when none); a missing
     /// or unreadable part is `.corrupted`.
     func indexed(id: String, _ txn: borrowing Transaction<some TransactionMode>) throws -> (instance: StoredInstance, journaledFrom: UInt64)? {
+        try storedRecord(id: id, txn).map { try updatedByJournal($0, txn) }
+    }
+
+    /// As ``indexed(id:_:)``, with the last sequence and update time the instance's record holds
+    /// (not yet those of its journal entries).
+    private func storedRecord(
+        id: String, _ txn: borrowing Transaction<some TransactionMode>
+    ) throws -> (instance: StoredInstance, journaledFrom: UInt64)? {
         guard let base = try txn.value(forKey: id, in: layout.instances, { IndexRecord.decodeStatic($0, id: id) }) else {
             if try txn.contains(id, in: layout.instances) { throw damagedRecord(id) }
             return nil
@@ -40,7 +48,7 @@ extension LMDBStorage {
         guard let indexed = try txn.value(forKey: base.key, in: layout.state, { IndexRecord.withState(base, $0) }) else {
             throw damagedRecord(id)
         }
-        return try updatedByJournal(indexed, txn)
+        return indexed
     }
 
     private func damagedRecord(_ id: String) -> StorageFailure {
@@ -127,11 +135,15 @@ extension LMDBStorage {
         let layout = self.layout
         return try call {
             try environment.write(durability: durability) { txn -> R? in
-                guard var found = try indexed(id: id, txn) else { return nil }
+                guard var found = try storedRecord(id: id, txn) else { return nil }
                 if checkpointingJournal, found.journaledFrom > 0 {
+                    // The checkpoint writes the instance's last journal entry into its record: the
+                    // journal is not searched for it first.
                     try checkpoint(txn)
-                    guard let moved = try indexed(id: id, txn) else { return nil }
+                    guard let moved = try storedRecord(id: id, txn) else { return nil }
                     found = moved
+                } else {
+                    found = try updatedByJournal(found, txn)
                 }
                 var stored = found.instance
                 guard let result = change(&stored) else { return nil }

@@ -65,8 +65,16 @@ final class Waiter<Value: WaiterValue>: Sendable {
     private let continuation: UnsafeContinuation<Value, Never>
     private let resumed = Atomic(false)
 
-    init(_ continuation: UnsafeContinuation<Value, Never>) {
+    private init(_ continuation: UnsafeContinuation<Value, Never>) {
         self.continuation = continuation
+    }
+
+    /// Suspends the calling task, hands `enqueue` the waiter that resumes it, and returns what
+    /// the waiter is resumed with: the one way to make a waiter (nothing else sees its
+    /// continuation).
+    @inline(__always)
+    static func wait(_ enqueue: (Waiter<Value>) -> Void) async -> Value {
+        await withUnsafeContinuation { continuation in enqueue(Waiter(continuation)) }
     }
 
     /// Resumes the client with `value`; called once.
