@@ -1,8 +1,8 @@
-/// When a commit that appended to the journal moves it into `log` (a checkpoint).
+/// When a commit that appended to the journal moves it into the archive (a checkpoint).
 ///
-/// A checkpoint writes at least the last page of each instance's range of `log` that it holds
-/// entries of, however few they are, so its cost per entry falls as the entries per instance
-/// grow, until each instance's part fills a page. A store with many instances in flight therefore
+/// A checkpoint writes a page of `log` for each instance it holds entries of (where the instance's
+/// segment record goes), however few they are, so its cost per entry falls as the entries per
+/// instance grow. A store with many instances in flight therefore
 /// lets its journal grow with them (``entriesPerInstance``), between a floor (``entries``) and a
 /// ceiling (``most``) that bounds a checkpoint's stall, its copy of the journal, and the search of
 /// the journal by reads of an instance that nobody holds.

@@ -207,17 +207,12 @@ extension LMDBStorage {
         guard from <= through else { return }
         do {
             try environment.read { txn in
-                // The entries in `log` come first, then (from `journaledFrom` on) those in the journal.
+                // The entries in `log` (there or in its segments) come first, then (from `journaledFrom`
+                // on) those in the journal.
                 let journaledFrom = try txn.value(forKey: key, in: layout.state) { bytes in
                     IndexRecord.decodeState(bytes)?.journaledFrom
                 } ?? 0
-                var going = true
-                try txn.forEach(in: layout.log, from: LogKey(instance: key, sequence: from)) { keyBytes, value in
-                    let logKey = try LogKey(lmdbBytes: keyBytes)
-                    guard logKey.instance == key, logKey.sequence <= through else { return false }
-                    going = try visit(logKey.sequence, value)
-                    return going
-                }
+                let going = try visitLog(instance: key, from: from, through: through, txn, visit)
                 if going, journaledFrom > 0, through >= journaledFrom {
                     try visitJournaled(instance: key, from: from, through: through, txn, visit)
                 }

@@ -98,7 +98,7 @@ extension LMDBStorage {
     // resume that follows a claim reads the instance's log, which a journal would make a search of
     // every entry in it, for each instance resumed (a restart resumes many, and the instances a
     // busy store holds all have entries there). One claim's checkpoint moves every instance's
-    // entries, so the others read their ranges of `log` too.
+    // entries, so the others read their ranges of `log` (and their segments) too.
 
     public func claim(id: String, as claim: InstanceClaim, takingOverIf: (InstanceClaim) -> Bool) throws(StorageFailure) -> ClaimOutcome {
         try update(id: id, durability: .noSync, checkpointingJournal: true) { stored in
@@ -127,7 +127,7 @@ extension LMDBStorage {
     /// Reads instance `id`'s record in a write transaction, lets `change` modify it and writes it
     /// back unless `change` returns `nil`; `nil` when there is no such instance.
     /// `checkpointingJournal`: if the instance has entries in the journal, the journal is moved
-    /// into `log` first.
+    /// into the archive first.
     private func update<R>(
         id: String, durability: EnvironmentConfiguration.Durability? = nil, checkpointingJournal: Bool = false,
         _ change: (inout StoredInstance) -> R?
@@ -161,13 +161,12 @@ extension LMDBStorage {
                     return try txn.delete(id, in: layout.instances)
                 }
                 knownIDs.withLock { $0[key] = nil }
-                for database in [layout.log, layout.snapshots] {
-                    try txn.withCursor(on: database) { cursor in
-                        var entry = try cursor.seek(atLeast: LogKey(instance: key, sequence: 0))
-                        while let current = entry, try current.key(as: LogKey.self).instance == key {
-                            try cursor.deleteCurrent()
-                            entry = try cursor.current()
-                        }
+                try deleteLog(instance: key, txn)
+                try txn.withCursor(on: layout.snapshots) { cursor in
+                    var entry = try cursor.seek(atLeast: LogKey(instance: key, sequence: 0))
+                    while let current = entry, try current.key(as: LogKey.self).instance == key {
+                        try cursor.deleteCurrent()
+                        entry = try cursor.current()
                     }
                 }
                 try deleteJournaled(instance: key, txn)

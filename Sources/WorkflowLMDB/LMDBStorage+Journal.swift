@@ -3,17 +3,17 @@ import WorkflowStorage
 
 /// The store-wide journal: a commit that carries many instances appends all their entries at the
 /// end of one database, in commit order, so that it writes a few pages instead of a page in each
-/// instance's range of `log`. A checkpoint later moves the journal's entries into `log` in one
-/// transaction (many entries of each instance at once) and empties it. Each journal value is the
-/// instance key, the sequence and the time of the commit that wrote it (8 bytes each,
+/// instance's range of `log`. A checkpoint later moves the journal's entries into the archive in
+/// one transaction (many entries of each instance at once) and empties it. Each journal value is
+/// the instance key, the sequence and the time of the commit that wrote it (8 bytes each,
 /// big-endian) followed by the entry record.
 ///
-/// Invariants: every entry an instance has in `log` comes before every entry it has in the
-/// journal, which start at its `journaledFrom` (0 when it has none there). The state record of an
-/// instance with entries in the journal is not rewritten by commits that only add entries (which
-/// would cost each commit a page of `state` per few dozen instances): its last sequence and update
-/// time are then those of its last journal entry (``JournalTail``) when that is later; a
-/// checkpoint writes them into the record.
+/// Invariants: every entry an instance has in `log` (there or in a segment) comes before every
+/// entry it has in the journal, which start at its `journaledFrom` (0 when it has none there). The
+/// state record of an instance with entries in the journal is not rewritten by commits that only
+/// add entries (which would cost each commit a page of `state` per few dozen instances): its last
+/// sequence and update time are then those of its last journal entry (``JournalTail``) when that
+/// is later; a checkpoint writes them into the record.
 extension LMDBStorage {
     /// Appends entries to the journal's end within one write transaction.
     struct JournalAppender: ~Copyable {
@@ -143,12 +143,12 @@ extension LMDBStorage {
         }
     }
 
-    /// Moves every journal entry into `log` and empties the journal; the instances it held have
-    /// no journal entries left. The entries go in key order (each instance's in sequence), so
-    /// that most land on the page of `log` the cursor already stands on instead of being looked
-    /// up from the root; those after the last key of `log` are appended.
+    /// Moves every journal entry into the archive, as a new generation, and empties the journal;
+    /// the instances it held have no journal entries left. The entries are appended in key order
+    /// (each instance's in sequence), and each instance's range of `log` gets a segment record in
+    /// their place (see `LMDBStorage+Archive.swift`).
     func checkpoint(_ txn: borrowing WriteTransaction) throws {
-        // Copied out before `log` is written: the journal's values are read where they lie.
+        // Copied out before the archive is written: the journal's values are read where they lie.
         var moves: [(key: LogKey, start: Int, end: Int)] = []
         var records: [UInt8] = []
         var tails: [UInt64: JournalTail] = [:]
@@ -161,27 +161,36 @@ extension LMDBStorage {
             return true
         }
         moves.sort { ($0.key.instance, $0.key.sequence) < ($1.key.instance, $1.key.sequence) }
-        var instances: [UInt64] = []
-        try txn.withCursor(on: layout.log) { log in
-            let last = try log.last().map { try LogKey(lmdbBytes: $0.key) }
+        let generation = try nextGeneration(txn)
+        // Each instance's entries: its first and last sequence.
+        var segments: [(instance: UInt64, first: UInt64, last: UInt64)] = []
+        try txn.withCursor(on: layout.archive) { archive in
             for move in moves {
-                if instances.last != move.key.instance { instances.append(move.key.instance) }
-                let append = last.map { (move.key.instance, move.key.sequence) > ($0.instance, $0.sequence) } ?? true
-                var key = LogKey.bytes(instance: move.key.instance, sequence: move.key.sequence)
-                let space = try withUnsafeBytes(of: &key) { key throws(LMDBError) in
-                    try log.reserve(move.end - move.start, forKeyBytes: key, append: append)
+                if segments.last?.instance == move.key.instance {
+                    segments[segments.count - 1].last = move.key.sequence
+                } else {
+                    segments.append((move.key.instance, move.key.sequence, move.key.sequence))
                 }
-                guard let space else { preconditionFailure("log key \(move.key) is not after the log's last") }
+                var key = ArchiveKey.bytes(generation: generation, instance: move.key.instance, sequence: move.key.sequence)
+                let space = try withUnsafeBytes(of: &key) { key throws(LMDBError) in
+                    try archive.reserve(move.end - move.start, forKeyBytes: key, append: true)
+                }
+                guard let space else { preconditionFailure("archive key \(generation), \(move.key) is not after the archive's last") }
                 space.copyBytes(from: records[move.start..<move.end])
             }
         }
+        for segment in segments {
+            try txn.put(Self.segmentRecord(generation: generation, last: segment.last),
+                        forKey: LogKey(instance: segment.instance, sequence: segment.first), in: layout.log)
+        }
+        try addToSegmentCount(segments.count, txn)
         try txn.removeAll(in: layout.journal)
         // Each instance's record now says what its last journal entry said.
-        for instance in instances {
-            guard var state = try txn.value(forKey: instance, in: layout.state, { IndexRecord.decodeState($0) }) else { continue }
-            state.advance(to: tails[instance])
+        for segment in segments {
+            guard var state = try txn.value(forKey: segment.instance, in: layout.state, { IndexRecord.decodeState($0) }) else { continue }
+            state.advance(to: tails[segment.instance])
             state.journaledFrom = 0
-            try txn.put(IndexRecord.encodedState(state), forKey: instance, in: layout.state)
+            try txn.put(IndexRecord.encodedState(state), forKey: segment.instance, in: layout.state)
         }
     }
 

@@ -8,9 +8,10 @@ import WorkflowStorage
 ///
 /// Layout (`StoreLayout`): `meta` (format, next instance key), `instances` (id → the static part
 /// of the index record), `state` (instance key → its mutable part), `log` ((instance key,
-/// sequence) → entry bytes), `journal` (entries of commits that carried many instances, until a
-/// checkpoint moves them into `log`), `snapshots` ((key, sequence) → snapshot bytes); the signal
-/// subsystem keeps its databases in the same environment.
+/// sequence) → entry bytes, or where a checkpoint put them), `journal` (entries of commits that
+/// carried many instances, until a checkpoint moves them), `archive` (the entries checkpoints
+/// moved, by generation), `snapshots` ((key, sequence) → snapshot bytes); the signal subsystem
+/// keeps its databases in the same environment.
 public final class LMDBStorage: StorageBackend {
     public let name = "LMDB"
     public var location: String { environment.path }
@@ -27,11 +28,11 @@ public final class LMDBStorage: StorageBackend {
     let knownIDs = Lock<[UInt64: String]>([:])
     /// Each instance's last journal entry, as commits of this storage keep track of them.
     let journalTails = Lock(JournalTails())
-    /// When a commit moves the journal into `log`.
+    /// When a commit moves the journal into the archive.
     package let checkpoints: JournalCheckpoints
 
     /// The format this library writes (a newer one is refused, an older one migrated).
-    public static let formatVersion: UInt32 = 4
+    public static let formatVersion: UInt32 = 5
 
     /// The declared, ordered upgrades from older formats.
     static let migrations: [Migration] = [
@@ -57,6 +58,10 @@ public final class LMDBStorage: StorageBackend {
         Migration(name: "journal entries carry their commit's time", from: 3) { txn, layout in
             try addCommitTimes(txn, layout)
         },
+        // Format 5 checkpoints append the journal's entries to `archive` and leave a segment
+        // record in `log`, which a library that reads up to format 4 would take for an entry: it
+        // must refuse the store instead. Nothing stored changes (`archive` is created at open).
+        Migration(name: "checkpoints move the journal into the archive", from: 4) { _, _ in },
     ]
 
     /// A declared, named upgrade of the store format, applied in order at open.
@@ -192,7 +197,8 @@ public final class LMDBStorage: StorageBackend {
             return try environment.read { txn in
                 StorageStatistics(
                     backend: name, formatVersion: Self.formatVersion, instances: try txn.count(of: layout.instances),
-                    logEntries: try txn.count(of: layout.log) + txn.count(of: layout.journal), snapshots: try txn.count(of: layout.snapshots),
+                    logEntries: try txn.count(of: layout.log) - segmentCount(txn) + txn.count(of: layout.archive) + txn.count(of: layout.journal),
+                    snapshots: try txn.count(of: layout.snapshots),
                     capacityBytes: info.mapSize, usedBytes: info.usedBytes, readersInUse: info.readersInUse,
                     maxReaders: info.maxReaders, lastTransactionID: info.lastTransactionID)
             }
@@ -215,6 +221,7 @@ public final class LMDBStorage: StorageBackend {
         walk(layout.state, "state")
         walk(layout.log, "log")
         walk(layout.journal, "journal")
+        walk(layout.archive, "archive")
         walk(layout.snapshots, "snapshots")
         return damage
     }

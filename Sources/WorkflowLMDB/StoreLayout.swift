@@ -40,11 +40,15 @@ package struct StoreLayout: Sendable {
     /// Instance key → the mutable part of its index record: a small, dense database, so that a
     /// commit of many instances rewrites few pages of it.
     package let state: Database<UInt64, [UInt8]>
-    /// (instance key, sequence) → entry record: every instance's entries, contiguous and in order.
+    /// (instance key, sequence) → entry record, or a segment record where a checkpoint put the
+    /// entries from that sequence on in `archive`: every instance's entries, in order.
     package let log: Database<LogKey, [UInt8]>
     /// Position → (instance key, sequence, entry record): entries of commits that carried many
-    /// instances, appended in commit order, until a checkpoint moves them into `log`.
+    /// instances, appended in commit order, until a checkpoint moves them into `archive`.
     package let journal: Database<UInt64, [UInt8]>
+    /// (generation, instance key, sequence) → entry record: the entries each checkpoint moved,
+    /// appended in key order (see `LMDBStorage+Archive.swift`).
+    package let archive: Database<ArchiveKey, [UInt8]>
     /// (instance key, sequence) → encoded snapshot.
     package let snapshots: Database<LogKey, [UInt8]>
 
@@ -54,6 +58,7 @@ package struct StoreLayout: Sendable {
         state = try environment.database(named: "state")
         log = try environment.database(named: "log")
         journal = try environment.database(named: "journal")
+        archive = try environment.database(named: "archive")
         snapshots = try environment.database(named: "snapshots")
     }
 }

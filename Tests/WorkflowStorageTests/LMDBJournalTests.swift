@@ -9,8 +9,12 @@ import WorkflowStorage
 @Suite("LMDB backend: the store-wide journal, checkpoints and the format migrations")
 struct LMDBJournalTests {
     /// Entries in the journal and in `log`.
+    /// The entries in the journal, and those outside it (in `log` or archived in its segments).
     func counts(_ storage: LMDBStorage) throws -> (journal: Int, log: Int) {
-        try storage.environment.read { txn in (try txn.count(of: storage.layout.journal), try txn.count(of: storage.layout.log)) }
+        try storage.environment.read { txn in
+            (try txn.count(of: storage.layout.journal),
+             try txn.count(of: storage.layout.log) - storage.segmentCount(txn) + txn.count(of: storage.layout.archive))
+        }
     }
 
     /// Creates `count` instances held by host A; their keys.
@@ -234,7 +238,7 @@ struct LMDBJournalTests {
         }
     }
 
-    @Test("a checkpoint moves the whole journal into the log; every instance reads back whole and keeps committing")
+    @Test("a checkpoint moves the whole journal into the archive; every instance reads back whole and keeps committing")
     func checkpoint() throws {
         let dir = TemporaryDirectory("journal-checkpoint")
         let storage = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 1_000)
@@ -279,7 +283,7 @@ struct LMDBJournalTests {
         }
     }
 
-    @Test("a claim of an instance with entries in the journal moves the whole journal into the log first, so that its resume reads the instance's range of the log instead of searching the journal; a claim of one without leaves the journal as it is")
+    @Test("a claim of an instance with entries in the journal moves the whole journal out first, so that its resume reads the instance's range of the log instead of searching the journal; a claim of one without leaves the journal as it is")
     func claimCheckpoints() throws {
         let dir = TemporaryDirectory("journal-claim")
         let storage = try LMDBStorage.open(path: dir.path)
@@ -321,6 +325,63 @@ struct LMDBJournalTests {
         #expect(try counts(storage).journal == 4 * (keys.count - 1))
         #expect(try storage.texts(keys[1]) == [])
         #expect(try storage.texts(keys[2]).count == 5)
+    }
+
+    @Test("checkpoints append the journal's entries to the archive, a generation each, and leave one segment record per instance in its range of the log: reads that start or end inside a segment, or span segments, the log's own entries and the journal, return each entry once and in order; deleting an instance removes its archived entries and no other's")
+    func archiveSegments() throws {
+        let dir = TemporaryDirectory("journal-archive")
+        let storage = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 64)
+        let keys = try instances(8, in: storage)
+        func commit(_ indices: Range<Int>, _ first: UInt64, _ last: UInt64) throws {
+            #expect(allCommitted(try storage.commit(CommitRequest(durability: .synced, changes: indices.map { index in
+                InstanceChanges(id: "i\(index)", key: keys[index], claim: Records.hostA, entries: Records.range(first, last), updated: Int64(last))
+            }))))
+        }
+        func archived() throws -> (entries: Int, segments: Int) {
+            try storage.environment.read { txn in (try txn.count(of: storage.layout.archive), try storage.segmentCount(txn)) }
+        }
+        try commit(0..<8, 2, 5)
+        try commit(0..<8, 6, 9)
+        #expect(try counts(storage).journal == 0)
+        #expect(try archived() == (64, 8), "the first checkpoint: generation 1")
+        // One instance alone writes its range of the log, after its segment; the others the journal.
+        try commit(0..<1, 10, 12)
+        try commit(1..<8, 10, 12)
+        try commit(0..<8, 13, 16)
+        try commit(0..<8, 17, 20)
+        #expect(try counts(storage).journal == 0)
+        let afterSecond = 64 + 8 * 8 + 7 * 3
+        #expect(try archived() == (afterSecond, 16), "the second checkpoint: generation 2")
+        try commit(0..<8, 21, 22)
+        #expect(try counts(storage) == (journal: 16, log: 8 * 20))
+        let texts = { (from: UInt64, through: UInt64) in (from...through).map { "\($0):entry \($0)" } }
+        for key in keys { #expect(try storage.texts(key) == texts(1, 22)) }
+        let first = keys[0]
+        for (from, through) in [(4, 7), (9, 9), (7, 14), (11, 21), (20, 20), (12, 13), (1, 2), (21, 40)] as [(UInt64, UInt64)] {
+            #expect(try storage.texts(first, from: from, through: through) == texts(from, min(through, 22)), "\(from) through \(through)")
+        }
+        // A read that stops early stops inside a segment too.
+        var visited: [UInt64] = []
+        try storage.readEntries(of: first, from: 3, through: .max) { sequence, _ in
+            visited.append(sequence)
+            return sequence < 5
+        }
+        #expect(visited == [3, 4, 5])
+        #expect(try storage.statistics().logEntries == 8 * 22)
+        #expect(storage.checkStructure(progress: { _ in }).isEmpty)
+        #expect(try storage.delete(id: "i0"))
+        #expect(try storage.texts(first) == [])
+        #expect(try archived() == (afterSecond - 16, 14))
+        #expect(try storage.statistics().logEntries == 7 * 22)
+        for key in keys.dropFirst() { #expect(try storage.texts(key) == texts(1, 22)) }
+        // The next checkpoint follows the last generation.
+        try commit(1..<8, 23, 27)
+        try commit(1..<8, 28, 31)
+        #expect(try archived().segments == 21)
+        for key in keys.dropFirst() { #expect(try storage.texts(key) == texts(1, 31)) }
+        #expect(try storage.environment.read { txn in
+            try txn.withCursor(on: storage.layout.archive) { try $0.last().map { try ArchiveKey(lmdbBytes: $0.key).generation } }
+        } == 3)
     }
 
     @Test("a format 1 store (index state in the log) is migrated at open, and reads and commits as before")
