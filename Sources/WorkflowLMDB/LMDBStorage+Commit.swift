@@ -33,6 +33,7 @@ extension LMDBStorage {
             }
             guard let written else { continue }
             journalTails.withLock { $0.confirm(written.transaction) }
+            stateCache.withLock { $0.confirm(written.transaction) }
             return written.outcomes
         }
     }
@@ -62,6 +63,13 @@ extension LMDBStorage {
         }
         defer { journalTails.withLock { $0 = tails } }
         tails.begin()
+        var states = stateCache.withLock { cache in
+            var taken = StateCache()
+            swap(&taken, &cache)
+            return taken
+        }
+        defer { stateCache.withLock { $0 = states } }
+        states.begin(txn.id)
         var durability = parts[0].durability, instances = 0
         // One cursor on `state` and one on the journal serve every instance of the commit:
         // an instance's record is rewritten through the cursor that found it (LMDB then
@@ -87,7 +95,7 @@ extension LMDBStorage {
                         let journaled = manyInstances && changesOfPart[position].entries.count <= Self.journalEntriesPerInstance
                         written.outcomes.append(try write(
                             changesOfPart[position], journaled: journaled, journal: &journal, journalCursor, state: state, signals: signals,
-                            tails: &tails, in: txn))
+                            tails: &tails, states: &states, in: txn))
                     }
                 }
             }
@@ -99,6 +107,7 @@ extension LMDBStorage {
                 try tails.update(in: txn, journal: layout.journal)
                 if held >= checkpoints.threshold(instances: tails.instances) {
                     try checkpoint(txn)
+                    states.forgetWritten()
                     checkpointed = true
                 }
             }
@@ -118,11 +127,12 @@ extension LMDBStorage {
     private func write(
         _ changes: InstanceChanges, journaled: Bool, journal: inout JournalAppender,
         _ journalCursor: borrowing Cursor<UInt64, [UInt8], ReadWrite>, state: borrowing Cursor<UInt64, [UInt8], ReadWrite>,
-        signals: SignalLayout?, tails: inout JournalTails, in txn: borrowing WriteTransaction
+        signals: SignalLayout?, tails: inout JournalTails, states: inout StateCache, in txn: borrowing WriteTransaction
     ) throws -> CommitOutcome {
         let key = changes.key
-        guard try isInstance(id: changes.id, key: key, txn), let current = try state.seek(exactly: key),
-              var stored = IndexRecord.decodeState(current.value) else {
+        guard try isInstance(id: changes.id, key: key, txn) else { return .refused(current: nil) }
+        let cached = states.state(of: key)
+        guard var stored = try cached ?? state.seek(exactly: key).flatMap({ IndexRecord.decodeState($0.value) }) else {
             return .refused(current: nil)
         }
         guard stored.claim == changes.claim else { return .refused(current: stored.claim) }
@@ -161,11 +171,13 @@ extension LMDBStorage {
         }
         let recordChanges = journaledBefore == 0 || changes.status != nil || !changes.snapshots.isEmpty
         if recordChanges {
+            // Found through `state` unless cached: LMDB then finds the key on the cursor's page.
             try state.reserve(IndexRecord.stateSize, forKey: key) { IndexRecord.writeState(stored, into: $0) }
         }
         if let signals {
             for mark in changes.deliveryMarks { try LMDBSignalStorage.apply(mark, layout: signals, txn) }
         }
+        states.wrote(stored, of: key)
         return .committed
     }
 

@@ -28,6 +28,8 @@ public final class LMDBStorage: StorageBackend {
     let knownIDs = Lock<[UInt64: String]>([:])
     /// Each instance's last journal entry, as commits of this storage keep track of them.
     let journalTails = Lock(JournalTails())
+    /// The records this storage's last commit left, for the next one (see ``StateCache``).
+    let stateCache = Lock(StateCache())
     /// When a commit moves the journal into the archive.
     package let checkpoints: JournalCheckpoints
 

@@ -315,6 +315,60 @@ struct LMDBJournalTests {
         #expect(try storage.texts(keys[2]).count == 4)
     }
 
+    @Test("a commit takes an instance's record from the commit just before it only when no other write came between: after another host's claim, through this storage or another, the first host is refused; the new owner, and every other instance, go on from the stored sequence")
+    func recordsCachedBetweenCommits() throws {
+        let dir = TemporaryDirectory("journal-state-cache")
+        let storage = try LMDBStorage.open(path: dir.path)
+        let keys = try instances(LMDBStorage.journalFanIn, in: storage)
+        func commit(_ first: UInt64, claims: [InstanceClaim]) throws -> [CommitOutcome] {
+            try storage.commit(CommitRequest(durability: .synced, changes: keys.indices.map { index in
+                InstanceChanges(id: "i\(index)", key: keys[index], claim: claims[index], entries: Records.range(first, first), updated: Int64(first))
+            }))
+        }
+        let hostA = [InstanceClaim](repeating: Records.hostA, count: keys.count)
+        #expect(allCommitted(try commit(2, claims: hostA)))
+        #expect(allCommitted(try commit(3, claims: hostA)), "the records taken from the commit before")
+        try storage.release(id: "i1", claim: Records.hostA)
+        guard case .claimed = try storage.claim(id: "i1", as: Records.hostB, takingOverIf: { _ in false }) else {
+            Issue.record("i1 was not claimed")
+            return
+        }
+        let outcomes = try commit(4, claims: hostA)
+        guard case .refused(let current) = outcomes[1] else {
+            Issue.record("host A's commit to i1 after host B claimed it was not refused: \(outcomes[1])")
+            return
+        }
+        #expect(current == Records.hostB)
+        #expect(outcomes.enumerated().allSatisfy { index, outcome in
+            if index == 1 { return true }
+            if case .committed = outcome { return true }
+            return false
+        })
+        var claims = hostA
+        claims[1] = Records.hostB
+        var next = try storage.commit(CommitRequest(durability: .synced, changes: [
+            InstanceChanges(id: "i1", key: keys[1], claim: Records.hostB, entries: Records.range(4, 4), updated: 4),
+        ]))
+        #expect(allCommitted(next))
+        // Writes of another storage of the store (as of another process): the next commit reads
+        // the record again.
+        let other = try LMDBStorage.open(path: dir.path)
+        try other.release(id: "i2", claim: Records.hostA)
+        guard case .claimed = try other.claim(id: "i2", as: Records.hostB, takingOverIf: { _ in false }) else {
+            Issue.record("i2 was not claimed")
+            return
+        }
+        next = try commit(5, claims: claims)
+        guard case .refused(let taken) = next[2] else {
+            Issue.record("host A's commit to i2 after its record changed underneath was not refused: \(next[2])")
+            return
+        }
+        #expect(taken == Records.hostB)
+        for (index, key) in keys.enumerated() {
+            #expect(try storage.texts(key) == (1...(index == 2 ? 4 : 5)).map { "\($0):entry \($0)" })
+        }
+    }
+
     @Test("deleting an instance removes its journal entries and no other's")
     func deleteJournaled() throws {
         let dir = TemporaryDirectory("journal-delete")
