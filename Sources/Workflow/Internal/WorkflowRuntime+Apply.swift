@@ -33,7 +33,8 @@ extension WorkflowRuntime {
         case .committed(let sequence):
             // The oldest's sequence is read in place: `sealed.first` would copy the whole batch.
             while !sealed.isEmpty, sealed[0].through <= sequence {
-                releaseSealed(takeOldestSealed())
+                var batch = takeOldestSealed()
+                releaseSealed(&batch)
             }
         case .journalFailed(let error):
             if !stopped { fail(error) }

@@ -24,7 +24,10 @@ extension WorkflowRuntime {
         switch progress {
         case .committed:
             openBatch = .empty
-            while !sealed.isEmpty { releaseSealed(takeOldestSealed()) }
+            while !sealed.isEmpty {
+                var batch = takeOldestSealed()
+                releaseSealed(&batch)
+            }
             releasePending()
         case .held:
             if openBatch == .empty { openBatch = .held }
@@ -52,7 +55,9 @@ extension WorkflowRuntime {
     }
 
     /// Releases what a batch committed in the background held back, in the order it was held.
-    func releaseSealed(_ batch: consuming SealedRelease) {
+    /// The batch is released where it lies (a `consuming` one was copied, retaining each of its
+    /// arrays, and released twice).
+    func releaseSealed(_ batch: inout SealedRelease) {
         setPhase(.releasing)
         // Copied only when there is something to release: a copy retains each of its arrays.
         if !batch.effects.isEmpty {
