@@ -16,7 +16,7 @@ import WorkflowStorage
 /// pages lie all over the file.
 extension LMDBStorage {
     /// The first byte of a segment record in `log`; an entry record starts with its format
-    /// (``LogEntry`` formats 1 and 2), which this never is.
+    /// (`LogEntry` formats 1 and 2), which this never is.
     static let segmentMarker: UInt8 = 0xA5
     /// The bytes of a segment record: the marker, the generation, the last sequence.
     static let segmentSize = 17

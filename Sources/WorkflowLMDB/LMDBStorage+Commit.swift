@@ -171,7 +171,8 @@ extension LMDBStorage {
         }
         let recordChanges = journaledBefore == 0 || changes.status != nil || !changes.snapshots.isEmpty
         if recordChanges {
-            // Found through `state` unless cached: LMDB then finds the key on the cursor's page.
+            // Through `state`: where it found the record (not cached), LMDB finds the key on the
+            // cursor's page instead of searching from the root.
             try state.reserve(IndexRecord.stateSize, forKey: key) { IndexRecord.writeState(stored, into: $0) }
         }
         if let signals {
