@@ -1,11 +1,11 @@
 /// When a commit that appended to the journal moves it into the archive (a checkpoint).
 ///
-/// A checkpoint writes a page of `log` for each instance it holds entries of (where the instance's
-/// segment record goes), however few they are, so its cost per entry falls as the entries per
-/// instance grow. A store with many instances in flight therefore
-/// lets its journal grow with them (``entriesPerInstance``), between a floor (``entries``) and a
-/// ceiling (``most``) that bounds a checkpoint's stall, its copy of the journal, and the search of
-/// the journal by reads of an instance that nobody holds.
+/// A checkpoint rewrites the page of `log` that each instance's segment record goes to, however
+/// few entries the instance has, so its cost per entry falls as the entries per instance grow. A
+/// store with many instances in flight therefore lets its journal grow with them
+/// (``entriesPerInstance``), between a floor (``entries``) and a ceiling (``most``) that bounds a
+/// checkpoint's stall, its copy of the journal, and the search of the journal by reads of an
+/// instance that nobody holds.
 package struct JournalCheckpoints: Sendable, Equatable {
     /// The fewest entries at which the journal is checkpointed.
     package var entries: Int
