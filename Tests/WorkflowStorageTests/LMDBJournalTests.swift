@@ -528,6 +528,32 @@ struct LMDBJournalTests {
         #expect(try storage.texts(keys[2]).count == 5)
     }
 
+    @Test("a format 4 store (checkpoints into the log) is migrated at open: its entries in the log and the journal read back whole, and its next checkpoint writes the archive's first generation")
+    func migratesFormatFour() throws {
+        let dir = TemporaryDirectory("journal-migrate-4")
+        var keys: [UInt64] = []
+        do {
+            let storage = try LMDBStorage.open(path: dir.path)
+            keys = try instances(LMDBStorage.journalFanIn, in: storage)
+            try commit(keys, 2, 5, in: storage)
+            try storage.environment.write { txn in
+                try txn.put(withUnsafeBytes(of: UInt32(4).littleEndian) { Array($0) }, forKey: "format", in: storage.layout.meta)
+            }
+        }
+        let storage = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 64)
+        #expect(try storage.statistics().formatVersion == LMDBStorage.formatVersion)
+        #expect(try counts(storage) == (journal: 4 * keys.count, log: keys.count))
+        for key in keys { #expect(try storage.texts(key) == (1...5).map { "\($0):entry \($0)" }) }
+        try commit(keys, 6, 17, in: storage)
+        let archived = try storage.environment.read { txn in
+            (try txn.count(of: storage.layout.archive), try storage.segmentCount(txn),
+             try txn.withCursor(on: storage.layout.archive) { try $0.last().map { try ArchiveKey(lmdbBytes: $0.key).generation } })
+        }
+        #expect(archived.0 == 16 * keys.count && archived.1 == keys.count && archived.2 == 1)
+        for key in keys { #expect(try storage.texts(key) == (1...17).map { "\($0):entry \($0)" }) }
+        #expect(try storage.statistics().logEntries == 17 * keys.count)
+    }
+
     @Test("an instance's status is stored as a fixed byte (running 0, completed 1, failed 2, cancelled 3) in a state record of 54 bytes, and each reads back after a reopen")
     func statusBytes() throws {
         let dir = TemporaryDirectory("journal-status")
