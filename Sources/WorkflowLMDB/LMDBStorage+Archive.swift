@@ -30,25 +30,30 @@ extension LMDBStorage {
 
     /// The record of a segment of `generation` whose entries end at `last`.
     static func segmentRecord(generation: UInt64, last: UInt64) -> [UInt8] {
-        var bytes = [segmentMarker]
-        withUnsafeBytes(of: generation.bigEndian) { bytes.append(contentsOf: $0) }
-        withUnsafeBytes(of: last.bigEndian) { bytes.append(contentsOf: $0) }
-        return bytes
+        [segmentMarker] + bigEndianBytes(generation) + bigEndianBytes(last)
     }
 
-    /// The key in `meta` of how many segment records `log` holds (little-endian; none when absent).
+    /// The eight bytes of `value`, most significant first.
+    private static func bigEndianBytes(_ value: UInt64) -> [UInt8] {
+        (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * $0)) }
+    }
+
+    /// The key in `meta` of how many segment records `log` holds (eight bytes, big-endian; none
+    /// when absent).
     static let segmentCountKey = "segments"
 
     /// How many segment records `log` holds.
     package func segmentCount(_ txn: borrowing Transaction<some TransactionMode>) throws -> Int {
-        try txn.value(forKey: Self.segmentCountKey, in: layout.meta) { $0.count == 8 ? Int($0.loadUnaligned(as: UInt64.self).littleEndian) : 0 } ?? 0
+        try txn.value(forKey: Self.segmentCountKey, in: layout.meta) { bytes in
+            bytes.count == 8 ? Int(bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }) : 0
+        } ?? 0
     }
 
     /// Adds `change` to how many segment records `log` holds.
     func addToSegmentCount(_ change: Int, _ txn: borrowing WriteTransaction) throws {
         guard change != 0 else { return }
         let count = UInt64(max(0, try segmentCount(txn) + change))
-        try txn.put(withUnsafeBytes(of: count.littleEndian) { Array($0) }, forKey: Self.segmentCountKey, in: layout.meta)
+        try txn.put(Self.bigEndianBytes(count), forKey: Self.segmentCountKey, in: layout.meta)
     }
 
     /// The generation after the archive's last (the first is 1).

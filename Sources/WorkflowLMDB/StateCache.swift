@@ -21,7 +21,7 @@ struct StateCache {
 
     /// The write transaction `id` starts (again, when one that grew the map runs anew).
     mutating func begin(_ id: UInt64) {
-        if committed == 0 || committed != id - 1 { states.removeAll(keepingCapacity: true) }
+        if committed == 0 || committed &+ 1 != id { states.removeAll(keepingCapacity: true) }
         written.removeAll(keepingCapacity: true)
         writing = id
     }
