@@ -3,10 +3,12 @@ import WorkflowStorage
 
 /// Where checkpoints put the journal's entries: the archive, one generation per checkpoint.
 ///
-/// A checkpoint appends every entry it moves at the end of `archive`, keyed by (generation,
+/// A checkpoint appends the entries it moves at the end of `archive`, keyed by (generation,
 /// instance, sequence), in key order: each write lands at the end of the database, so its pages
-/// are filled whole, lie side by side in the file, and no entry is looked up from the root. The
-/// instance's range of `log` gets one record per generation in its place (a *segment*: the
+/// are filled whole, lie side by side in the file, and no entry is looked up from the root. Since
+/// store format 6 each value is a chunk of an instance's consecutive entries (``ArchiveChunk``),
+/// keyed by the first one's sequence; format 5 stored one entry per value. The instance's range of
+/// `log` gets one record per generation in its place (a *segment*: which kind of values, the
 /// generation and the last sequence, keyed by the first), so that `log` still lists every
 /// instance's entries in sequence order, each either there or in a segment.
 ///
@@ -15,22 +17,34 @@ import WorkflowStorage
 /// pages stay about half full, every checkpoint rewrites about twice the bytes it moves, and its
 /// pages lie all over the file.
 extension LMDBStorage {
-    /// The first byte of a segment record in `log`; an entry record starts with its format
-    /// (`LogEntry` formats 1 and 2), which this never is.
-    static let segmentMarker: UInt8 = 0xA5
+    /// The first byte of a segment record in `log` whose archived values are single entries
+    /// (format 5); an entry record starts with its format (`LogEntry` formats 1 and 2), which
+    /// neither marker is.
+    static let entriesSegmentMarker: UInt8 = 0xA5
+    /// The first byte of a segment record whose archived values are chunks (format 6).
+    static let chunksSegmentMarker: UInt8 = 0xA6
     /// The bytes of a segment record: the marker, the generation, the last sequence.
     static let segmentSize = 17
 
-    /// A segment record's generation and last sequence, or `nil` when `value` is an entry record.
-    static func segment(_ value: UnsafeRawBufferPointer) -> (generation: UInt64, last: UInt64)? {
-        guard value.count == segmentSize, value[0] == segmentMarker else { return nil }
-        return (UInt64(bigEndian: value.loadUnaligned(fromByteOffset: 1, as: UInt64.self)),
-                UInt64(bigEndian: value.loadUnaligned(fromByteOffset: 9, as: UInt64.self)))
+    /// Where a segment's entries are: its generation, its last sequence (its first is the key's)
+    /// and whether the archive holds them in chunks.
+    struct Segment {
+        let generation: UInt64
+        let last: UInt64
+        let chunked: Bool
     }
 
-    /// The record of a segment of `generation` whose entries end at `last`.
+    /// The segment a record of `log` stands for, or `nil` when `value` is an entry record.
+    static func segment(_ value: UnsafeRawBufferPointer) -> Segment? {
+        guard value.count == segmentSize, value[0] == entriesSegmentMarker || value[0] == chunksSegmentMarker else { return nil }
+        return Segment(generation: UInt64(bigEndian: value.loadUnaligned(fromByteOffset: 1, as: UInt64.self)),
+                       last: UInt64(bigEndian: value.loadUnaligned(fromByteOffset: 9, as: UInt64.self)),
+                       chunked: value[0] == chunksSegmentMarker)
+    }
+
+    /// The record of a segment of `generation`, archived in chunks, whose entries end at `last`.
     static func segmentRecord(generation: UInt64, last: UInt64) -> [UInt8] {
-        [segmentMarker] + bigEndianBytes(generation) + bigEndianBytes(last)
+        [chunksSegmentMarker] + bigEndianBytes(generation) + bigEndianBytes(last)
     }
 
     /// The eight bytes of `value`, most significant first.
@@ -41,19 +55,45 @@ extension LMDBStorage {
     /// The key in `meta` of how many segment records `log` holds (eight bytes, big-endian; none
     /// when absent).
     static let segmentCountKey = "segments"
+    /// The key in `meta` of how many entries the archive holds (eight bytes, big-endian; none
+    /// when absent).
+    static let archivedCountKey = "archived"
 
     /// How many segment records `log` holds.
     package func segmentCount(_ txn: borrowing Transaction<some TransactionMode>) throws -> Int {
-        try txn.value(forKey: Self.segmentCountKey, in: layout.meta) { bytes in
+        try count(Self.segmentCountKey, txn)
+    }
+
+    /// How many entries the archive holds.
+    package func archivedEntryCount(_ txn: borrowing Transaction<some TransactionMode>) throws -> Int {
+        try count(Self.archivedCountKey, txn)
+    }
+
+    /// Adds `segments` to how many segment records `log` holds and `entries` to how many entries
+    /// the archive holds.
+    func addToArchiveCounts(segments: Int, entries: Int, _ txn: borrowing WriteTransaction) throws {
+        try add(segments, to: Self.segmentCountKey, txn)
+        try add(entries, to: Self.archivedCountKey, txn)
+    }
+
+    private func count(_ key: String, _ txn: borrowing Transaction<some TransactionMode>) throws -> Int {
+        try txn.value(forKey: key, in: layout.meta) { bytes in
             bytes.count == 8 ? Int(bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }) : 0
         } ?? 0
     }
 
-    /// Adds `change` to how many segment records `log` holds.
-    func addToSegmentCount(_ change: Int, _ txn: borrowing WriteTransaction) throws {
+    private func add(_ change: Int, to key: String, _ txn: borrowing WriteTransaction) throws {
         guard change != 0 else { return }
-        let count = UInt64(max(0, try segmentCount(txn) + change))
-        try txn.put(Self.bigEndianBytes(count), forKey: Self.segmentCountKey, in: layout.meta)
+        let count = UInt64(max(0, try count(key, txn) + change))
+        try txn.put(Self.bigEndianBytes(count), forKey: key, in: layout.meta)
+    }
+
+    /// Format 5 stored one entry per archive value: the archive's count of entries is its count
+    /// of values.
+    static func countArchivedEntries(_ txn: borrowing WriteTransaction, _ layout: StoreLayout) throws {
+        let entries = UInt64(try txn.count(of: layout.archive))
+        guard entries > 0 else { return }
+        try txn.put(bigEndianBytes(entries), forKey: archivedCountKey, in: layout.meta)
     }
 
     /// The generation after the archive's last (the first is 1).
@@ -85,15 +125,8 @@ extension LMDBStorage {
                     let key = try LogKey(lmdbBytes: current.key)
                     guard key.instance == instance, key.sequence <= through else { return true }
                     if let segment = Self.segment(current.value) {
-                        let start = ArchiveKey(generation: segment.generation, instance: instance, sequence: max(key.sequence, from))
-                        var archived = try archive.seek(atLeast: start)
-                        while let stored = archived {
-                            let archivedKey = try ArchiveKey(lmdbBytes: stored.key)
-                            guard archivedKey.generation == segment.generation, archivedKey.instance == instance,
-                                  archivedKey.sequence <= min(segment.last, through) else { break }
-                            guard try visit(archivedKey.sequence, stored.value) else { return false }
-                            archived = try archive.next()
-                        }
+                        let range = max(key.sequence, from)...min(segment.last, through)
+                        guard try visitArchive(segment, of: instance, first: key.sequence, range, archive, visit) else { return false }
                     } else {
                         guard try visit(key.sequence, current.value) else { return false }
                     }
@@ -104,9 +137,49 @@ extension LMDBStorage {
         }
     }
 
+    /// Visits the entries in `range` of the segment of `instance` whose first entry is `first`,
+    /// read through `archive`, until `visit` returns false; returns whether it went to the end.
+    private func visitArchive(
+        _ segment: Segment, of instance: UInt64, first: UInt64, _ range: ClosedRange<UInt64>,
+        _ archive: borrowing Cursor<ArchiveKey, [UInt8], some TransactionMode>, _ visit: (UInt64, UnsafeRawBufferPointer) throws -> Bool
+    ) throws -> Bool {
+        let start = ArchiveKey(generation: segment.generation, instance: instance, sequence: range.lowerBound)
+        var archived: RawEntry?
+        // In chunks, the one that holds the range's first entry starts at or before it.
+        if segment.chunked, range.lowerBound > first, let holding = try archive.seek(atMost: start),
+           case let key = try ArchiveKey(lmdbBytes: holding.key),
+           key.generation == segment.generation, key.instance == instance, key.sequence >= first {
+            archived = holding
+        } else {
+            archived = try archive.seek(atLeast: start)
+        }
+        while let stored = archived {
+            let key = try ArchiveKey(lmdbBytes: stored.key)
+            guard key.generation == segment.generation, key.instance == instance, key.sequence <= range.upperBound else { break }
+            if segment.chunked {
+                var stopped = false, past = false
+                _ = try ArchiveChunk.forEach(stored.value, first: key.sequence) { sequence, record in
+                    guard sequence >= range.lowerBound else { return true }
+                    guard sequence <= range.upperBound else {
+                        past = true
+                        return false
+                    }
+                    stopped = try !visit(sequence, record)
+                    return !stopped
+                }
+                if stopped { return false }
+                if past { break }
+            } else {
+                guard try visit(key.sequence, stored.value) else { return false }
+            }
+            archived = try archive.next()
+        }
+        return true
+    }
+
     /// Deletes the instance's range of `log` and the archived entries of its segments.
     func deleteLog(instance: UInt64, _ txn: borrowing WriteTransaction) throws {
-        var segments = 0
+        var segments = 0, entries = 0
         try txn.withCursor(on: layout.log) { log in
             try txn.withCursor(on: layout.archive) { archive in
                 var entry = try log.seek(atLeast: LogKey(instance: instance, sequence: 0))
@@ -121,13 +194,14 @@ extension LMDBStorage {
                             archived = try archive.current()
                         }
                         segments += 1
+                        entries += Int(segment.last - first + 1)
                     }
                     try log.deleteCurrent()
                     entry = try log.current()
                 }
             }
         }
-        try addToSegmentCount(-segments, txn)
+        try addToArchiveCounts(segments: -segments, entries: -entries, txn)
     }
 }
 

@@ -144,51 +144,61 @@ extension LMDBStorage {
     }
 
     /// Moves every journal entry into the archive, as a new generation, and empties the journal;
-    /// the instances it held have no journal entries left. The entries are appended in key order
-    /// (each instance's in sequence), and each instance's range of `log` gets a segment record in
+    /// the instances it held have no journal entries left. Each instance's entries are appended
+    /// in chunks (``ArchiveChunk``) in key order, and its range of `log` gets a segment record in
     /// their place (see `LMDBStorage+Archive.swift`).
     func checkpoint(_ txn: borrowing WriteTransaction) throws {
         // Copied out before the archive is written: the journal's values are read where they lie.
-        var moves: [(key: LogKey, start: Int, end: Int)] = []
-        var records: [UInt8] = []
-        var tails: [UInt64: JournalTail] = [:]
+        var copy = journalCopy.withLock { kept in
+            var taken = JournalCopy()
+            swap(&taken, &kept)
+            return taken
+        }
+        defer {
+            copy.empty()
+            journalCopy.withLock { $0 = copy }
+        }
         try txn.forEach(in: layout.journal) { _, value in
-            let entry = try Self.journaled(value)
-            let start = records.count
-            records.append(contentsOf: entry.record)
-            moves.append((LogKey(instance: entry.instance, sequence: entry.sequence), start, records.count))
-            tails[entry.instance] = JournalTail(sequence: entry.sequence, updated: entry.updated)
+            copy.add(try Self.journaled(value))
             return true
         }
-        moves.sort { ($0.key.instance, $0.key.sequence) < ($1.key.instance, $1.key.sequence) }
+        // An instance's journal entries come in sequence order: its last is the one it ends at.
+        copy.sort()
         let generation = try nextGeneration(txn)
-        // Each instance's entries: its first and last sequence.
-        var segments: [(instance: UInt64, first: UInt64, last: UInt64)] = []
+        // Each instance's entries: its first and last sequence, the last one's commit time.
+        var segments: [(instance: UInt64, first: UInt64, last: JournalCopy.Move)] = []
         try txn.withCursor(on: layout.archive) { archive in
-            for move in moves {
-                if segments.last?.instance == move.key.instance {
-                    segments[segments.count - 1].last = move.key.sequence
-                } else {
-                    segments.append((move.key.instance, move.key.sequence, move.key.sequence))
-                }
-                var key = ArchiveKey.bytes(generation: generation, instance: move.key.instance, sequence: move.key.sequence)
+            var next = 0
+            while next < copy.moves.count {
+                let first = copy.moves[next]
+                let chunk = ArchiveChunk.extent(of: copy.moves[next...].lazy.prefix { $0.instance == first.instance }.map { $0.end - $0.start })
+                var key = ArchiveKey.bytes(generation: generation, instance: first.instance, sequence: first.sequence)
                 let space = try withUnsafeBytes(of: &key) { key throws(LMDBError) in
-                    try archive.reserve(move.end - move.start, forKeyBytes: key, append: true)
+                    try archive.reserve(chunk.bytes, forKeyBytes: key, append: true)
                 }
-                guard let space else { preconditionFailure("archive key \(generation), \(move.key) is not after the archive's last") }
-                space.copyBytes(from: records[move.start..<move.end])
+                guard let space else { preconditionFailure("archive key \(generation), \(first.instance), \(first.sequence) is not after the archive's last") }
+                var offset = 0
+                for move in copy.moves[next..<next + chunk.entries] {
+                    offset = ArchiveChunk.write(copy.records[move.start..<move.end], at: offset, into: space)
+                }
+                next += chunk.entries
+                if segments.last?.instance == first.instance {
+                    segments[segments.count - 1].last = copy.moves[next - 1]
+                } else {
+                    segments.append((first.instance, first.sequence, copy.moves[next - 1]))
+                }
             }
         }
         for segment in segments {
-            try txn.put(Self.segmentRecord(generation: generation, last: segment.last),
+            try txn.put(Self.segmentRecord(generation: generation, last: segment.last.sequence),
                         forKey: LogKey(instance: segment.instance, sequence: segment.first), in: layout.log)
         }
-        try addToSegmentCount(segments.count, txn)
+        try addToArchiveCounts(segments: segments.count, entries: copy.moves.count, txn)
         try txn.removeAll(in: layout.journal)
         // Each instance's record now says what its last journal entry said.
         for segment in segments {
             guard var state = try txn.value(forKey: segment.instance, in: layout.state, { IndexRecord.decodeState($0) }) else { continue }
-            state.advance(to: tails[segment.instance])
+            state.advance(to: JournalTail(sequence: segment.last.sequence, updated: segment.last.updated))
             state.journaledFrom = 0
             try txn.put(IndexRecord.encodedState(state), forKey: segment.instance, in: layout.state)
         }

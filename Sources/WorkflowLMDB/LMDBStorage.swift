@@ -30,11 +30,13 @@ public final class LMDBStorage: StorageBackend {
     let journalTails = Lock(JournalTails())
     /// The records this storage's last commit left, for the next one (see ``StateCache``).
     let stateCache = Lock(StateCache())
+    /// The buffers of this storage's checkpoints' copies of the journal, kept between them.
+    let journalCopy = Lock(JournalCopy())
     /// When a commit moves the journal into the archive.
     package let checkpoints: JournalCheckpoints
 
     /// The format this library writes (a newer one is refused, an older one migrated).
-    public static let formatVersion: UInt32 = 5
+    public static let formatVersion: UInt32 = 6
 
     /// The declared, ordered upgrades from older formats.
     static let migrations: [Migration] = [
@@ -64,6 +66,12 @@ public final class LMDBStorage: StorageBackend {
         // record in `log`, which a library that reads up to format 4 would take for an entry: it
         // must refuse the store instead. Nothing stored changes (`archive` is created at open).
         Migration(name: "checkpoints move the journal into the archive", from: 4) { _, _ in },
+        // Format 6 archives chunks of an instance's entries, which a library that reads up to
+        // format 5 would take for single entries: it must refuse the store instead. The archive's
+        // count of entries is kept in `meta` (format 5's values were one entry each).
+        Migration(name: "checkpoints archive chunks of entries", from: 5) { txn, layout in
+            try countArchivedEntries(txn, layout)
+        },
     ]
 
     /// A declared, named upgrade of the store format, applied in order at open.
@@ -199,7 +207,7 @@ public final class LMDBStorage: StorageBackend {
             return try environment.read { txn in
                 StorageStatistics(
                     backend: name, formatVersion: Self.formatVersion, instances: try txn.count(of: layout.instances),
-                    logEntries: try txn.count(of: layout.log) - segmentCount(txn) + txn.count(of: layout.archive) + txn.count(of: layout.journal),
+                    logEntries: try txn.count(of: layout.log) - segmentCount(txn) + archivedEntryCount(txn) + txn.count(of: layout.journal),
                     snapshots: try txn.count(of: layout.snapshots),
                     capacityBytes: info.mapSize, usedBytes: info.usedBytes, readersInUse: info.readersInUse,
                     maxReaders: info.maxReaders, lastTransactionID: info.lastTransactionID)

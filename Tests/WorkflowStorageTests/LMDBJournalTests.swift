@@ -8,13 +8,17 @@ import WorkflowStorage
 /// The LMDB backend's store-wide journal and its format migration, seen from inside the store.
 @Suite("LMDB backend: the store-wide journal, checkpoints and the format migrations")
 struct LMDBJournalTests {
-    /// Entries in the journal and in `log`.
     /// The entries in the journal, and those outside it (in `log` or archived in its segments).
     func counts(_ storage: LMDBStorage) throws -> (journal: Int, log: Int) {
         try storage.environment.read { txn in
             (try txn.count(of: storage.layout.journal),
-             try txn.count(of: storage.layout.log) - storage.segmentCount(txn) + txn.count(of: storage.layout.archive))
+             try txn.count(of: storage.layout.log) - storage.segmentCount(txn) + storage.archivedEntryCount(txn))
         }
+    }
+
+    /// The values in the archive (chunks, or format 5's single entries).
+    func archiveValues(_ storage: LMDBStorage) throws -> Int {
+        try storage.environment.read { txn in try txn.count(of: storage.layout.archive) }
     }
 
     /// Creates `count` instances held by host A; their keys.
@@ -392,12 +396,13 @@ struct LMDBJournalTests {
             }))))
         }
         func archived() throws -> (entries: Int, segments: Int) {
-            try storage.environment.read { txn in (try txn.count(of: storage.layout.archive), try storage.segmentCount(txn)) }
+            try storage.environment.read { txn in (try storage.archivedEntryCount(txn), try storage.segmentCount(txn)) }
         }
         try commit(0..<8, 2, 5)
         try commit(0..<8, 6, 9)
         #expect(try counts(storage).journal == 0)
         #expect(try archived() == (64, 8), "the first checkpoint: generation 1")
+        #expect(try archiveValues(storage) == 8, "each instance's 8 entries in one chunk")
         // One instance alone writes its range of the log, after its segment; the others the journal.
         try commit(0..<1, 10, 12)
         try commit(1..<8, 10, 12)
@@ -436,6 +441,120 @@ struct LMDBJournalTests {
         #expect(try storage.environment.read { txn in
             try txn.withCursor(on: storage.layout.archive) { try $0.last().map { try ArchiveKey(lmdbBytes: $0.key).generation } }
         } == 3)
+    }
+
+    @Test("a checkpoint archives each instance's entries in chunks of consecutive entries (as many as fit in 2,000 bytes; a larger entry alone): reads that start, end or stop anywhere inside a chunk return each entry once and in order, deleting an instance removes its chunks, and a chunk whose lengths run past its end is reported as a corrupted store")
+    func archiveChunks() throws {
+        let dir = TemporaryDirectory("journal-chunks")
+        let storage = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 40)
+        let keys = try instances(4, in: storage)
+        // 307 or 308 bytes each, but entry 9 2,507: chunks 2...7, 8, 9, 10...11.
+        func text(_ sequence: UInt64) -> String {
+            sequence == 1 ? "entry 1" : "entry \(sequence)" + String(repeating: "x", count: sequence == 9 ? 2_500 : 300)
+        }
+        func commit(_ first: UInt64, _ last: UInt64) throws {
+            #expect(allCommitted(try storage.commit(CommitRequest(durability: .synced, changes: keys.enumerated().map { index, key in
+                var records = LogRecords(firstSequence: first)
+                for sequence in first...last { records.append(Array(text(sequence).utf8)) }
+                return InstanceChanges(id: "i\(index)", key: key, claim: Records.hostA, entries: records, updated: Int64(last))
+            }))))
+        }
+        try commit(2, 6)
+        try commit(7, 11)
+        #expect(try counts(storage) == (journal: 0, log: 4 * 11))
+        #expect(try archiveValues(storage) == 4 * 4)
+        let expected = { (from: UInt64, through: UInt64) in (from...through).map { "\($0):" + text($0) } }
+        for key in keys {
+            for from in UInt64(1)...12 {
+                for through in from...12 {
+                    #expect(try storage.texts(key, from: from, through: through) == (from <= 11 ? expected(from, min(through, 11)) : []),
+                            "\(from) through \(through)")
+                }
+                for stop in from..<12 {
+                    var visited: [UInt64] = []
+                    try storage.readEntries(of: key, from: from, through: .max) { sequence, _ in
+                        visited.append(sequence)
+                        return sequence < stop
+                    }
+                    #expect(visited == Array(from...min(stop, 11)), "from \(from), stopping at \(stop)")
+                }
+            }
+        }
+        #expect(try storage.delete(id: "i0"))
+        #expect(try storage.texts(keys[0]) == [])
+        #expect(try archiveValues(storage) == 3 * 4)
+        #expect(try storage.statistics().logEntries == 3 * 11)
+        #expect(try storage.texts(keys[1]) == expected(1, 11))
+        // A chunk whose first length runs past its end.
+        try storage.environment.write { txn in
+            try txn.put([0, 0, 0x10, 0, 1, 2, 3], forKey: ArchiveKey(generation: 1, instance: keys[1], sequence: 2), in: storage.layout.archive)
+        }
+        let failure = #expect(throws: StorageFailure.self) { _ = try storage.texts(keys[1]) }
+        #expect(failure?.kind == .corrupted, "\(String(describing: failure))")
+        #expect(try storage.texts(keys[2]) == expected(1, 11))
+    }
+
+    @Test("a format 5 store (one archived entry per value) is migrated at open: its archived entries read back whole and are counted, and its next checkpoint archives chunks after them")
+    func migratesFormatFive() throws {
+        let dir = TemporaryDirectory("journal-migrate-5")
+        var keys: [UInt64] = []
+        do {
+            let storage = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 64)
+            keys = try instances(4, in: storage)
+            try commit(keys, 2, 9, in: storage)
+            try commit(keys, 10, 17, in: storage)
+            #expect(try counts(storage).journal == 0, "checkpointed")
+            // Turn the archive into what format 5 wrote: a value per entry, segment records marked
+            // 0xA5, no count of archived entries in `meta`.
+            let layout = storage.layout
+            try storage.environment.write { txn in
+                var values: [(ArchiveKey, [UInt8])] = []
+                try txn.forEach(in: layout.archive) { key, value in
+                    let chunk = try ArchiveKey(lmdbBytes: key)
+                    let bytes = Array(value)
+                    var offset = 0, sequence = chunk.sequence
+                    while offset < bytes.count {
+                        let length = bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+                        values.append((ArchiveKey(generation: chunk.generation, instance: chunk.instance, sequence: sequence),
+                                       Array(bytes[offset + 4..<offset + 4 + length])))
+                        offset += 4 + length
+                        sequence += 1
+                    }
+                    return true
+                }
+                try txn.removeAll(in: layout.archive)
+                for (key, value) in values { try txn.put(value, forKey: key, in: layout.archive) }
+                var segments: [(LogKey, [UInt8])] = []
+                try txn.forEach(in: layout.log) { key, value in
+                    if value.count == 17, value[0] == 0xA6 { segments.append((try LogKey(lmdbBytes: key), [0xA5] + value.dropFirst())) }
+                    return true
+                }
+                #expect(segments.count == keys.count)
+                for (key, value) in segments { try txn.put(value, forKey: key, in: layout.log) }
+                _ = try txn.delete("archived", in: layout.meta)
+                try txn.put(withUnsafeBytes(of: UInt32(5).littleEndian) { Array($0) }, forKey: "format", in: layout.meta)
+            }
+        }
+        let storage = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 64)
+        #expect(try storage.statistics().formatVersion == LMDBStorage.formatVersion)
+        #expect(try counts(storage) == (journal: 0, log: 17 * keys.count))
+        #expect(try archiveValues(storage) == 16 * keys.count, "format 5's values, one per entry")
+        let texts = { (from: UInt64, through: UInt64) in (from...through).map { "\($0):entry \($0)" } }
+        for key in keys {
+            #expect(try storage.texts(key) == texts(1, 17))
+            #expect(try storage.texts(key, from: 5, through: 12) == texts(5, 12))
+        }
+        try commit(keys, 18, 25, in: storage)
+        try commit(keys, 26, 33, in: storage)
+        #expect(try archiveValues(storage) == 16 * keys.count + keys.count, "then a chunk per instance")
+        for key in keys {
+            #expect(try storage.texts(key) == texts(1, 33))
+            #expect(try storage.texts(key, from: 10, through: 30) == texts(10, 30))
+        }
+        #expect(try storage.statistics().logEntries == 33 * keys.count)
+        #expect(try storage.delete(id: "i0"))
+        #expect(try counts(storage) == (journal: 0, log: 33 * 3))
+        #expect(try archiveValues(storage) == 17 * 3)
     }
 
     @Test("a format 1 store (index state in the log) is migrated at open, and reads and commits as before")
@@ -546,7 +665,7 @@ struct LMDBJournalTests {
         for key in keys { #expect(try storage.texts(key) == (1...5).map { "\($0):entry \($0)" }) }
         try commit(keys, 6, 17, in: storage)
         let archived = try storage.environment.read { txn in
-            (try txn.count(of: storage.layout.archive), try storage.segmentCount(txn),
+            (try storage.archivedEntryCount(txn), try storage.segmentCount(txn),
              try txn.withCursor(on: storage.layout.archive) { try $0.last().map { try ArchiveKey(lmdbBytes: $0.key).generation } })
         }
         #expect(archived.0 == 16 * keys.count && archived.1 == keys.count && archived.2 == 1)
