@@ -20,15 +20,21 @@ struct JournalCopy {
 
     private(set) var moves: [Move] = []
     private(set) var records: [UInt8] = []
+    /// The last journal position copied, if any.
+    private(set) var through: UInt64?
+    /// The last write transaction committed when the copy was read, when it was read ahead of
+    /// the checkpoint (in a read transaction).
+    var snapshot: UInt64?
 
-    /// Adds the journal entry `entry`.
-    mutating func add(_ entry: borrowing LMDBStorage.JournalEntry) {
+    /// Adds the journal entry `entry`, at `position`.
+    mutating func add(_ entry: borrowing LMDBStorage.JournalEntry, at position: UInt64) {
+        through = position
         let start = records.count
         records.append(contentsOf: entry.record)
         moves.append(Move(instance: entry.instance, sequence: entry.sequence, updated: entry.updated, start: start, end: records.count))
     }
 
-    /// Sorts the moves by instance, then sequence.
+    /// Sorts the moves by instance, then sequence (entries added after a sort are merged in).
     mutating func sort() {
         moves.sort { ($0.instance, $0.sequence) < ($1.instance, $1.sequence) }
     }
@@ -37,5 +43,7 @@ struct JournalCopy {
     mutating func empty() {
         moves.removeAll(keepingCapacity: true)
         records.removeAll(keepingCapacity: true)
+        through = nil
+        snapshot = nil
     }
 }

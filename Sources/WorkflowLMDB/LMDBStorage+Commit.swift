@@ -10,6 +10,13 @@ extension LMDBStorage {
     /// of a page in the instance's range anyway, and would only be copied again by a checkpoint.
     package static let journalEntriesPerInstance = 8
 
+    /// How full the journal is, of `threshold` entries, when it is read ahead of its checkpoint:
+    /// late enough that few entries are left for the checkpoint to add, early enough that the
+    /// read (on another thread) is done before it.
+    static func readAheadShare(of threshold: Int) -> Int {
+        threshold - threshold / 8
+    }
+
     public func commit(_ request: CommitRequest) throws(StorageFailure) -> [CommitOutcome] {
         try commit(request, pullingMore: { nil })
     }
@@ -34,6 +41,11 @@ extension LMDBStorage {
             guard let written else { continue }
             journalTails.withLock { $0.confirm(written.transaction) }
             stateCache.withLock { $0.confirm(written.transaction) }
+            let readAhead = journalCopies.withLock { copies in
+                copies.committed(written.transaction, checkpointed: written.checkpointed)
+                return written.nearCheckpoint && copies.mayPrepare
+            }
+            if readAhead { readingAhead.async { [self] in readJournalAhead() } }
             return written.outcomes
         }
     }
@@ -41,10 +53,13 @@ extension LMDBStorage {
     /// A part pulled into a transaction has delivery marks, and the signal tables are not open.
     private struct SignalTablesClosed: Error {}
 
-    /// What a commit's transaction wrote: an outcome per change; the transaction's id.
+    /// What a commit's transaction wrote: an outcome per change; the transaction's id; whether it
+    /// checkpointed the journal, or left it near a checkpoint (worth reading ahead).
     private struct Written {
         var outcomes: [CommitOutcome] = []
         var transaction: UInt64 = 0
+        var checkpointed = false
+        var nearCheckpoint = false
     }
 
     /// Writes the parts pulled so far and pulls the rest through `more`.
@@ -103,15 +118,19 @@ extension LMDBStorage {
         var checkpointed = false
         if journal.appended > 0 {
             let held = try txn.count(of: layout.journal)
-            if held >= checkpoints.entries {
+            if held >= Self.readAheadShare(of: checkpoints.entries) {
                 try tails.update(in: txn, journal: layout.journal)
-                if held >= checkpoints.threshold(instances: tails.instances) {
+                let threshold = checkpoints.threshold(instances: tails.instances)
+                if held >= threshold {
                     try checkpoint(txn)
                     states.forgetWritten()
                     checkpointed = true
+                } else {
+                    written.nearCheckpoint = held >= Self.readAheadShare(of: threshold)
                 }
             }
         }
+        written.checkpointed = checkpointed
         try tails.end(txn, journal: layout.journal, lastAppended: journal.lastEntry, checkpointed: checkpointed)
         written.transaction = txn.id
         txn.commitDurability = durability == .processCrashSafe ? .noSync : nil

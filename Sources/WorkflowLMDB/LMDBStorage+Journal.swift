@@ -149,19 +149,13 @@ extension LMDBStorage {
     /// their place (see `LMDBStorage+Archive.swift`).
     func checkpoint(_ txn: borrowing WriteTransaction) throws {
         // Copied out before the archive is written: the journal's values are read where they lie.
-        var copy = journalCopy.withLock { kept in
-            var taken = JournalCopy()
-            swap(&taken, &kept)
-            return taken
-        }
+        // A copy read ahead holds the journal up to its `through`: only later entries are added.
+        var copy = journalCopies.withLock { $0.lend(to: txn.id) }
         defer {
             copy.empty()
-            journalCopy.withLock { $0 = copy }
+            journalCopies.withLock { $0.giveBack(copy) }
         }
-        try txn.forEach(in: layout.journal) { _, value in
-            copy.add(try Self.journaled(value))
-            return true
-        }
+        try Self.copyJournal(after: copy.through, into: &copy, txn, layout)
         // An instance's journal entries come in sequence order: its last is the one it ends at.
         copy.sort()
         let generation = try nextGeneration(txn)
@@ -203,6 +197,42 @@ extension LMDBStorage {
             try txn.put(IndexRecord.encodedState(state), forKey: segment.instance, in: layout.state)
         }
     }
+
+    /// Adds the journal's entries after position `after` (all when `nil`) to `copy`.
+    static func copyJournal(
+        after: UInt64?, into copy: inout JournalCopy, _ txn: borrowing Transaction<some TransactionMode>, _ layout: StoreLayout
+    ) throws {
+        try txn.forEach(in: layout.journal, from: after.map { $0 + 1 }) { key, value in
+            copy.add(try journaled(value), at: try UInt64(lmdbBytes: key))
+            return true
+        }
+    }
+
+    /// Reads the journal ahead of the next checkpoint into this storage's copy, sorted, unless a
+    /// copy is being or was read ahead already; the checkpoint then adds only the entries
+    /// appended since, if only this storage's commits appended them (``JournalCopies``).
+    package func readJournalAhead() {
+        guard var copy = journalCopies.withLock({ $0.startPreparing() }) else { return }
+        do {
+            try environment.read { txn in
+                try Self.copyJournal(after: nil, into: &copy, txn, layout)
+                copy.snapshot = txn.id
+            }
+            copy.sort()
+        } catch {
+            // The checkpoint reads the journal itself.
+            copy.empty()
+        }
+        journalCopies.withLock { $0.finishPreparing(copy) }
+    }
+
+    /// Returns once the journal reads ahead that commits started are done.
+    package func awaitReadingAhead() {
+        readingAhead.sync {}
+    }
+
+    /// How many checkpoints of this storage took a copy of the journal read ahead.
+    package var checkpointsReadAhead: Int { journalCopies.withLock { $0.preparedTaken } }
 
     /// Format 3's journal values lacked the commit time (their header was instance and sequence):
     /// each gets its instance's update time, which format 3 rewrote in the state record with

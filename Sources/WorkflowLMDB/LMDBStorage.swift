@@ -1,3 +1,4 @@
+import Dispatch
 import LMDB
 import WorkflowLocks
 import WorkflowStorage
@@ -30,8 +31,11 @@ public final class LMDBStorage: StorageBackend {
     let journalTails = Lock(JournalTails())
     /// The records this storage's last commit left, for the next one (see ``StateCache``).
     let stateCache = Lock(StateCache())
-    /// The buffers of this storage's checkpoints' copies of the journal, kept between them.
-    let journalCopy = Lock(JournalCopy())
+    /// This storage's checkpoint copy of the journal, kept between checkpoints and read ahead of
+    /// the next (see ``JournalCopies``).
+    let journalCopies = Lock(JournalCopies())
+    /// Where the journal is read ahead of a checkpoint.
+    let readingAhead = DispatchQueue(label: "WorkflowLMDB.journal-copy")
     /// When a commit moves the journal into the archive.
     package let checkpoints: JournalCheckpoints
 

@@ -26,10 +26,11 @@ struct LMDBJournalTests {
         try (0..<count).map { try #require(try storage.create(Records.new("i\($0)", claim: Records.hostA))).key }
     }
 
-    /// One commit carrying, for each instance, entries `first...last`.
-    func commit(_ keys: [UInt64], _ first: UInt64, _ last: UInt64, in storage: LMDBStorage) throws {
+    /// One commit carrying, for each instance, entries `first...last`; the first instance's id is
+    /// `"i<from>"`, the next ones' follow.
+    func commit(_ keys: [UInt64], _ first: UInt64, _ last: UInt64, in storage: LMDBStorage, from: Int = 0) throws {
         let outcomes = try storage.commit(CommitRequest(durability: .processCrashSafe, changes: keys.enumerated().map { index, key in
-            InstanceChanges(id: "i\(index)", key: key, claim: Records.hostA, entries: Records.range(first, last), updated: Int64(last))
+            InstanceChanges(id: "i\(from + index)", key: key, claim: Records.hostA, entries: Records.range(first, last), updated: Int64(last))
         }))
         #expect(outcomes.allSatisfy { if case .committed = $0 { true } else { false } })
     }
@@ -555,6 +556,68 @@ struct LMDBJournalTests {
         #expect(try storage.delete(id: "i0"))
         #expect(try counts(storage) == (journal: 0, log: 33 * 3))
         #expect(try archiveValues(storage) == 17 * 3)
+    }
+
+    @Test("the commit that fills the journal to seven eighths of its checkpoint has it read ahead on another thread: the checkpoint then copies only the entries appended since, and every instance reads back whole")
+    func journalReadAhead() throws {
+        let dir = TemporaryDirectory("journal-ahead")
+        let storage = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 64)
+        let keys = try instances(8, in: storage)
+        try commit(keys, 2, 5, in: storage)
+        try commit(keys, 6, 8, in: storage)
+        #expect(try counts(storage).journal == 56)
+        storage.awaitReadingAhead()
+        try commit(keys, 9, 9, in: storage)
+        #expect(try counts(storage) == (journal: 0, log: 8 * 9))
+        #expect(storage.checkpointsReadAhead == 1)
+        for key in keys { #expect(try storage.texts(key) == (1...9).map { "\($0):entry \($0)" }) }
+        // And again, from the buffers the first one kept.
+        try commit(keys, 10, 16, in: storage)
+        storage.awaitReadingAhead()
+        try commit(keys, 17, 17, in: storage)
+        #expect(storage.checkpointsReadAhead == 2)
+        for key in keys { #expect(try storage.texts(key) == (1...17).map { "\($0):entry \($0)" }) }
+        #expect(try storage.statistics().logEntries == 8 * 17)
+    }
+
+    @Test("a journal read ahead is not taken by the checkpoint when another write came between (a delete through this storage or another, another storage's commit): the checkpoint reads the journal itself, and a deleted instance's entries stay deleted")
+    func journalReadAheadOvertaken() throws {
+        let dir = TemporaryDirectory("journal-ahead-overtaken")
+        let storage = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 64)
+        let other = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 64)
+        let keys = try instances(9, in: storage)
+        let texts = { (through: UInt64) in (1...through).map { "\($0):entry \($0)" } }
+        // Deleted by another storage after the read.
+        try commit(Array(keys.prefix(8)), 2, 8, in: storage)
+        storage.awaitReadingAhead()
+        #expect(try other.delete(id: "i0"))
+        try commit(Array(keys[1..<8]), 9, 11, in: storage, from: 1)
+        #expect(try counts(storage) == (journal: 0, log: 7 * 11 + 1))
+        #expect(storage.checkpointsReadAhead == 0)
+        #expect(try storage.texts(keys[0]) == [])
+        for key in keys[1..<8] { #expect(try storage.texts(key) == texts(11)) }
+        #expect(try archiveValues(storage) == 7)
+        // Deleted by this storage after the read.
+        try commit(Array(keys[1..<8]), 12, 19, in: storage, from: 1)
+        storage.awaitReadingAhead()
+        #expect(try storage.delete(id: "i1"))
+        try commit(Array(keys[2..<8]), 20, 22, in: storage, from: 2)
+        #expect(try counts(storage) == (journal: 0, log: 6 * 22 + 1))
+        #expect(storage.checkpointsReadAhead == 0)
+        #expect(try storage.texts(keys[1]) == [])
+        for key in keys[2..<8] { #expect(try storage.texts(key) == texts(22)) }
+        // Another storage's commit after the read.
+        try commit(Array(keys[2..<8]), 23, 30, in: storage, from: 2)
+        try commit(Array(keys[2..<8]), 31, 32, in: storage, from: 2)
+        storage.awaitReadingAhead()
+        #expect(allCommitted(try other.commit(CommitRequest(durability: .synced, changes: [
+            InstanceChanges(id: "i8", key: keys[8], claim: Records.hostA, entries: Records.range(2, 2), updated: 2)
+        ]))))
+        try commit(Array(keys[2..<8]), 33, 33, in: storage, from: 2)
+        #expect(try counts(storage) == (journal: 0, log: 6 * 33 + 2))
+        #expect(storage.checkpointsReadAhead == 0)
+        for key in keys[2..<8] { #expect(try storage.texts(key) == texts(33)) }
+        #expect(try storage.texts(keys[8]) == texts(2))
     }
 
     @Test("a format 1 store (index state in the log) is migrated at open, and reads and commits as before")
