@@ -96,6 +96,14 @@ extension LMDBStorage {
         try txn.put(bigEndianBytes(entries), forKey: archivedCountKey, in: layout.meta)
     }
 
+    /// A segment whose last sequence comes before its first (`first`, its key's) is a damaged store.
+    static func check(_ segment: Segment, first: UInt64, of instance: UInt64) throws(LMDBError) {
+        guard segment.last < first else { return }
+        throw LMDBError(kind: .corrupted, path: "", operation: "read the log",
+                        detail: "instance \(instance)'s segment record at sequence \(first) ends at \(segment.last), before it starts",
+                        recovery: "Restore the store from a copy")
+    }
+
     /// The generation after the archive's last (the first is 1).
     func nextGeneration(_ txn: borrowing WriteTransaction) throws -> UInt64 {
         try txn.withCursor(on: layout.archive) { cursor in
@@ -125,6 +133,7 @@ extension LMDBStorage {
                     let key = try LogKey(lmdbBytes: current.key)
                     guard key.instance == instance, key.sequence <= through else { return true }
                     if let segment = Self.segment(current.value) {
+                        try Self.check(segment, first: key.sequence, of: instance)
                         let range = max(key.sequence, from)...min(segment.last, through)
                         guard try visitArchive(segment, of: instance, first: key.sequence, range, archive, visit) else { return false }
                     } else {
@@ -189,12 +198,14 @@ extension LMDBStorage {
                         var archived = try archive.seek(atLeast: ArchiveKey(generation: segment.generation, instance: instance, sequence: first))
                         while let stored = archived {
                             let key = try ArchiveKey(lmdbBytes: stored.key)
-                            guard key.generation == segment.generation, key.instance == instance, key.sequence <= segment.last else { break }
+                            // A generation holds one segment of each instance: all its values there are this one's.
+                            guard key.generation == segment.generation, key.instance == instance else { break }
                             try archive.deleteCurrent()
                             archived = try archive.current()
                         }
                         segments += 1
-                        entries += Int(segment.last - first + 1)
+                        // A damaged segment (ending before it starts) is deleted all the same.
+                        entries += segment.last >= first ? Int(segment.last - first + 1) : 0
                     }
                     try log.deleteCurrent()
                     entry = try log.current()

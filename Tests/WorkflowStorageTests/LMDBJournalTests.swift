@@ -444,7 +444,7 @@ struct LMDBJournalTests {
         } == 3)
     }
 
-    @Test("a checkpoint archives each instance's entries in chunks of consecutive entries (as many as fit in 2,000 bytes; a larger entry alone): reads that start, end or stop anywhere inside a chunk return each entry once and in order, deleting an instance removes its chunks, and a chunk whose lengths run past its end is reported as a corrupted store")
+    @Test("a checkpoint archives each instance's entries in chunks of consecutive entries (as many as fit in 2,000 bytes; a larger entry alone): reads that start, end or stop anywhere inside a chunk return each entry once and in order, deleting an instance removes its chunks, and a chunk whose lengths run past its end, or a segment that ends before it starts, is reported as a corrupted store (the instance can still be deleted)")
     func archiveChunks() throws {
         let dir = TemporaryDirectory("journal-chunks")
         let storage = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 40)
@@ -493,6 +493,20 @@ struct LMDBJournalTests {
         let failure = #expect(throws: StorageFailure.self) { _ = try storage.texts(keys[1]) }
         #expect(failure?.kind == .corrupted, "\(String(describing: failure))")
         #expect(try storage.texts(keys[2]) == expected(1, 11))
+        // A segment record whose last sequence comes before its first.
+        try storage.environment.write { txn in
+            // Generation 1, last sequence 1.
+            let record: [UInt8] = [0xA6] + Array(repeating: 0, count: 7) + [1] + Array(repeating: 0, count: 7) + [1]
+            try txn.put(record, forKey: LogKey(instance: keys[2], sequence: 2), in: storage.layout.log)
+        }
+        let backwards = #expect(throws: StorageFailure.self) { _ = try storage.texts(keys[2]) }
+        #expect(backwards?.kind == .corrupted, "\(String(describing: backwards))")
+        #expect(try storage.texts(keys[3]) == expected(1, 11))
+        // Deleting the damaged instance removes it all the same, its chunks too.
+        #expect(try storage.delete(id: "i2"))
+        #expect(try storage.texts(keys[2]) == [])
+        #expect(try archiveValues(storage) == 2 * 4)
+        #expect(try storage.texts(keys[3]) == expected(1, 11))
     }
 
     @Test("a format 5 store (one archived entry per value) is migrated at open: its archived entries read back whole and are counted, and its next checkpoint archives chunks after them")
