@@ -117,7 +117,7 @@ final class PostgresChanges: Sendable {
                 }
             } catch {
                 // The other subscribers of this process are woken anyway; others poll.
-                configuration.logger.warning("could not notify the store's channel: \(error)")
+                configuration.logger.warning("could not notify the store's channel: \(loggedError(error))")
             }
             wakeAll(except: senders.count == 1 ? senders.first : nil)
         }

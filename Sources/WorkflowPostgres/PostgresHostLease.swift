@@ -47,7 +47,7 @@ final class PostgresHostLease: Sendable {
                     try lease.renew()
                 } catch {
                     // The driver's plain description hides the server's message; its debug description has it.
-                    lease.configuration.logger.warning("could not renew the host lease on \(lease.configuration.location): \(String(reflecting: error))")
+                    lease.configuration.logger.warning("could not renew the host lease on \(lease.configuration.location): \(loggedError(error))")
                 }
             }
         }

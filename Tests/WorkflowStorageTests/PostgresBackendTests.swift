@@ -498,4 +498,18 @@ struct PostgresBackendTests {
         return Array(try connection.query(PostgresQuery(unsafeSQL: statement), logger: logger).wait().rows)
     }
 }
+/// What the PostgreSQL backend writes to its logger.
+@Suite("PostgreSQL backend: its log lines")
+struct PostgresLogLineTests {
+    @Test("an error whose description spans lines (the server's message, then its context) is logged on one line, all of it kept: a host's lease renewal that fails while its connections are cut")
+    func errorOnOneLine() {
+        struct Spread: Error, CustomDebugStringConvertible {
+            var debugDescription: String { "PSQLError(message: renew failed\nCONTEXT: PL/pgSQL function wf_host_renew line 7\r\nat assignment)" }
+        }
+        let line = loggedError(Spread())
+        #expect(!line.contains { $0.isNewline })
+        #expect(line == "PSQLError(message: renew failed CONTEXT: PL/pgSQL function wf_host_renew line 7 at assignment)")
+    }
+}
+
 #endif
