@@ -85,6 +85,12 @@ extension LMDBStorage {
         }
         defer { stateCache.withLock { $0 = states } }
         states.begin(txn.id)
+        var ids = knownIDs.withLock { known in
+            var taken: [UInt64: String] = [:]
+            swap(&taken, &known)
+            return taken
+        }
+        defer { knownIDs.withLock { $0 = ids } }
         var durability = parts[0].durability, instances = 0
         // One cursor on `state` and one on the journal serve every instance of the commit:
         // an instance's record is rewritten through the cursor that found it (LMDB then
@@ -110,7 +116,7 @@ extension LMDBStorage {
                         let journaled = manyInstances && changesOfPart[position].entries.count <= Self.journalEntriesPerInstance
                         written.outcomes.append(try write(
                             changesOfPart[position], journaled: journaled, journal: &journal, journalCursor, state: state, signals: signals,
-                            tails: &tails, states: &states, in: txn))
+                            tails: &tails, states: &states, ids: &ids, in: txn))
                     }
                 }
             }
@@ -146,10 +152,11 @@ extension LMDBStorage {
     private func write(
         _ changes: InstanceChanges, journaled: Bool, journal: inout JournalAppender,
         _ journalCursor: borrowing Cursor<UInt64, [UInt8], ReadWrite>, state: borrowing Cursor<UInt64, [UInt8], ReadWrite>,
-        signals: SignalLayout?, tails: inout JournalTails, states: inout StateCache, in txn: borrowing WriteTransaction
+        signals: SignalLayout?, tails: inout JournalTails, states: inout StateCache, ids: inout [UInt64: String],
+        in txn: borrowing WriteTransaction
     ) throws -> CommitOutcome {
         let key = changes.key
-        guard try isInstance(id: changes.id, key: key, txn) else { return .refused(current: nil) }
+        guard try isInstance(id: changes.id, key: key, known: &ids, txn) else { return .refused(current: nil) }
         let cached = states.state(of: key)
         guard var stored = try cached ?? state.seek(exactly: key).flatMap({ IndexRecord.decodeState($0.value) }) else {
             return .refused(current: nil)
@@ -158,7 +165,8 @@ extension LMDBStorage {
         let journaledBefore = stored.journaledFrom
         if journaledBefore > 0 {
             try tails.update(in: txn, journal: layout.journal)
-            stored.advance(to: tails[key])
+            // A cached record already says what the instance's last journal entry says.
+            if cached == nil { stored.advance(to: tails[key]) }
         }
         if let signals {
             for mark in changes.deliveryMarks where try LMDBSignalStorage.isDelivered(mark, layout: signals, txn) {
@@ -201,15 +209,16 @@ extension LMDBStorage {
         return .committed
     }
 
-    /// Whether `key` is the key of instance `id`, from the cache or the store. Keys are never
-    /// reused and an instance's id never changes: a cached pair holds as long as the instance has
-    /// a state record (deleting removes both).
-    private func isInstance(id: String, key: UInt64, _ txn: borrowing WriteTransaction) throws -> Bool {
-        if knownIDs.withLock({ $0[key] == id }) { return true }
+    /// Whether `key` is the key of instance `id`, from `known` (``knownIDs``, which the write
+    /// transaction holds while it runs) or the store. Keys are never reused and an instance's id
+    /// never changes: a known pair holds as long as the instance has a state record (deleting
+    /// removes both).
+    private func isInstance(id: String, key: UInt64, known: inout [UInt64: String], _ txn: borrowing WriteTransaction) throws -> Bool {
+        if known[key] == id { return true }
         guard let stored = try txn.value(forKey: id, in: layout.instances, { IndexRecord.decodeStatic($0, id: id)?.key }), stored == key else {
             return false
         }
-        knownIDs.withLock { $0[key] = id }
+        known[key] = id
         return true
     }
 

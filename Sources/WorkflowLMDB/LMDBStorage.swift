@@ -25,7 +25,8 @@ public final class LMDBStorage: StorageBackend {
     /// The store's signals, opened at the first use.
     private let signals = Lock<LMDBSignalStorage?>(nil)
     private let syncTask = Lock<Task<Void, Never>?>(nil)
-    /// Instances' ids by key, as commits found them in `instances` (neither ever changes).
+    /// Instances' ids by key, as commits found them in `instances` (neither ever changes). Only
+    /// write transactions, one at a time, use it: a commit's holds it while it runs.
     let knownIDs = Lock<[UInt64: String]>([:])
     /// Each instance's last journal entry, as commits of this storage keep track of them.
     let journalTails = Lock(JournalTails())
