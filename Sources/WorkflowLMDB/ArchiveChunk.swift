@@ -43,10 +43,10 @@ enum ArchiveChunk {
     ) throws -> Bool {
         var offset = 0, sequence = first
         while offset < chunk.count {
-            guard chunk.count - offset >= lengthSize else { throw damaged(chunk, first: first, at: offset) }
+            guard chunk.count - offset >= lengthSize else { throw damaged(count: chunk.count, first: first, at: offset) }
             let length = Int(UInt32(bigEndian: chunk.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
             let start = offset + lengthSize
-            guard length <= chunk.count - start else { throw damaged(chunk, first: first, at: offset) }
+            guard length <= chunk.count - start else { throw damaged(count: chunk.count, first: first, at: offset) }
             guard try visit(sequence, UnsafeRawBufferPointer(rebasing: chunk[start..<start + length])) else { return false }
             offset = start + length
             sequence += 1
@@ -54,9 +54,10 @@ enum ArchiveChunk {
         return true
     }
 
-    private static func damaged(_ chunk: UnsafeRawBufferPointer, first: UInt64, at offset: Int) -> LMDBError {
+    /// A chunk of `count` bytes from sequence `first` whose length at `offset` runs past its end.
+    private static func damaged(count: Int, first: UInt64, at offset: Int) -> LMDBError {
         LMDBError(kind: .corrupted, path: "", operation: "read the archive",
-                  detail: "a chunk of \(chunk.count) bytes from sequence \(first) has a length at byte \(offset) that runs past its end",
+                  detail: "a chunk of \(count) bytes from sequence \(first) has a length at byte \(offset) that runs past its end",
                   recovery: "Restore the store from a copy")
     }
 }

@@ -21,6 +21,11 @@ struct LMDBJournalTests {
         try storage.environment.read { txn in try txn.count(of: storage.layout.archive) }
     }
 
+    /// Marks the store as written in format `version` (its `format` record in `meta`).
+    func markFormat(_ version: UInt32, _ txn: borrowing WriteTransaction, in layout: StoreLayout) throws {
+        try txn.put(withUnsafeBytes(of: version.littleEndian) { Array($0) }, forKey: "format", in: layout.meta)
+    }
+
     /// Creates `count` instances held by host A; their keys.
     func instances(_ count: Int, in storage: LMDBStorage) throws -> [UInt64] {
         try (0..<count).map { try #require(try storage.create(Records.new("i\($0)", claim: Records.hostA))).key }
@@ -547,7 +552,7 @@ struct LMDBJournalTests {
                 #expect(segments.count == keys.count)
                 for (key, value) in segments { try txn.put(value, forKey: key, in: layout.log) }
                 _ = try txn.delete("archived", in: layout.meta)
-                try txn.put(withUnsafeBytes(of: UInt32(5).littleEndian) { Array($0) }, forKey: "format", in: layout.meta)
+                try markFormat(5, txn, in: layout)
             }
         }
         let storage = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 64)
@@ -647,7 +652,7 @@ struct LMDBJournalTests {
                 let state = try #require(try txn.get(key, in: layout.state))
                 try txn.put(state, forKey: LogKey(instance: key, sequence: .max), in: layout.log)
                 _ = try txn.delete(key, in: layout.state)
-                try txn.put(withUnsafeBytes(of: UInt32(1).littleEndian) { Array($0) }, forKey: "format", in: layout.meta)
+                try markFormat(1, txn, in: layout)
             }
         }
         let storage = try LMDBStorage.open(path: dir.path)
@@ -709,7 +714,7 @@ struct LMDBJournalTests {
                     return true
                 }
                 for (position, value) in values { try txn.put(value, forKey: position, in: layout.journal) }
-                try txn.put(withUnsafeBytes(of: UInt32(3).littleEndian) { Array($0) }, forKey: "format", in: layout.meta)
+                try markFormat(3, txn, in: layout)
             }
         }
         let storage = try LMDBStorage.open(path: dir.path)
@@ -733,7 +738,7 @@ struct LMDBJournalTests {
             keys = try instances(LMDBStorage.journalFanIn, in: storage)
             try commit(keys, 2, 5, in: storage)
             try storage.environment.write { txn in
-                try txn.put(withUnsafeBytes(of: UInt32(4).littleEndian) { Array($0) }, forKey: "format", in: storage.layout.meta)
+                try markFormat(4, txn, in: storage.layout)
             }
         }
         let storage = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 64)
