@@ -42,6 +42,17 @@ struct EntryTarget: Sendable {
     let actionVersion: Int
     /// `nil` for entries whose payload is already encoded.
     let encoding: (any ValueEncoding.Type)?
+    /// The bytes naming the target in a log record, made once with the target: a batch keeps its
+    /// targets when it is reused, so the committer copies them into each record as they are.
+    let recordBytes: [UInt8]
+
+    init(nodePath: NodePath, actionTag: String, actionVersion: Int, encoding: (any ValueEncoding.Type)?) {
+        self.nodePath = nodePath
+        self.actionTag = actionTag
+        self.actionVersion = actionVersion
+        self.encoding = encoding
+        recordBytes = LogEntry.targetBytes(nodePath: nodePath, actionTag: actionTag, actionVersion: actionVersion)
+    }
 }
 
 /// What one commit writes for an instance: its entries in order, the snapshots taken at them, and
@@ -74,7 +85,9 @@ struct CommitBatch: Sendable {
     }
 
     /// Empties the batch for its instance's next one, keeping what it allocated (the entries'
-    /// and targets' storage, its arena's first chunk); returns `false`, changing nothing, when
+    /// storage, its arena's first chunk) and its targets while they are few (an instance mostly
+    /// logs the same action types at the same nodes, so its next entries find theirs made);
+    /// returns `false`, changing nothing, when
     /// its arena is held by another copy of the batch too, or when it held more than
     /// ``reusedEntries`` entries (a host that keeps a large batch's storage between bursts would
     /// hold it for nothing). Run by the committer once the batch is settled (see
@@ -83,19 +96,24 @@ struct CommitBatch: Sendable {
         guard entries.capacity <= Self.reusedEntries, isKnownUniquelyReferenced(&actions) else { return false }
         actions.reset()
         entries.removeAll(keepingCapacity: true)
-        targets.removeAll(keepingCapacity: true)
-        payloads.removeAll(keepingCapacity: true)
-        snapshots.removeAll(keepingCapacity: true)
-        attachments.removeAll(keepingCapacity: true)
-        spans.removeAll(keepingCapacity: true)
+        if targets.count > Self.keptTargets {
+            targets.removeAll(keepingCapacity: true)
+            lastSegments = nil
+            lastEncoding = nil
+        }
+        // Most batches have none of these: emptying an empty array still costs a call.
+        if !payloads.isEmpty { payloads.removeAll(keepingCapacity: true) }
+        if !snapshots.isEmpty { snapshots.removeAll(keepingCapacity: true) }
+        if !attachments.isEmpty { attachments.removeAll(keepingCapacity: true) }
+        if !spans.isEmpty { spans.removeAll(keepingCapacity: true) }
         finishes = false
-        lastSegments = nil
-        lastEncoding = nil
         return true
     }
 
     /// The most entries a batch kept for reuse has room for.
     static let reusedEntries = 64
+    /// The most targets a reused batch keeps.
+    static let keptTargets = 4
 
     /// Appends an applied action's entry.
     mutating func append<A: WorkflowAction>(

@@ -417,6 +417,7 @@ private struct RoundInFlight {
             syncInterval = min(interval, syncInterval ?? interval)
         }
         var request = CommitRequest(durability: .synced)
+        request.changes.reserveCapacity(participants.count - start)
         if let syncInterval, let store {
             request.durability = .processCrashSafe
             store.backend.syncPeriodically(every: syncInterval)

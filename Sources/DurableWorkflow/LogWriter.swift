@@ -288,7 +288,7 @@ final class LogWriter: Sendable {
         var snapshots: [(sequence: UInt64, bytes: [UInt8])] = []
         var marks: [DeliveryMarkRecord] = []
         for index in batches.indices {
-            // Targets change rarely within a batch: the bytes naming each are made once.
+            // Targets change rarely within a batch.
             var targetIndex = -1
             var encoding: (any ValueEncoding.Type)?
             var targetBytes: [UInt8] = []
@@ -296,7 +296,7 @@ final class LogWriter: Sendable {
                 if pending.target != targetIndex {
                     targetIndex = pending.target
                     encoding = batches[index].targets[targetIndex].encoding
-                    targetBytes = scratch.targetBytes(for: batches[index].targets[targetIndex])
+                    targetBytes = batches[index].targets[targetIndex].recordBytes
                 }
                 // Payloads go one after another, and the buffer is emptied once it holds 64 KiB.
                 if payload.count >= 1 << 16 { payload.removeAll(keepingCapacity: true) }
@@ -360,12 +360,9 @@ final class LogWriter: Sendable {
 }
 
 /// What the committer of a round reuses from one participant's changes to the next: the buffer
-/// payloads are encoded into, and the bytes naming the last target (the instances of a round
-/// mostly log the same action types at the same nodes).
+/// payloads are encoded into.
 struct ChangesScratch {
     fileprivate var payload: [UInt8] = []
-    private var lastTarget: (nodePath: NodePath, actionTag: String, actionVersion: Int)?
-    private var lastTargetBytes: [UInt8] = []
 
     /// The payload buffer, emptied (its storage kept).
     fileprivate mutating func takePayload() -> [UInt8] {
@@ -374,16 +371,5 @@ struct ChangesScratch {
         buffer.removeAll(keepingCapacity: true)
         if buffer.capacity == 0 { buffer.reserveCapacity(256) }
         return buffer
-    }
-
-    /// The bytes naming `target` in a log record.
-    fileprivate mutating func targetBytes(for target: EntryTarget) -> [UInt8] {
-        if let last = lastTarget, last.actionVersion == target.actionVersion, last.actionTag == target.actionTag,
-           last.nodePath == target.nodePath {
-            return lastTargetBytes
-        }
-        lastTarget = (target.nodePath, target.actionTag, target.actionVersion)
-        lastTargetBytes = LogEntry.targetBytes(nodePath: target.nodePath, actionTag: target.actionTag, actionVersion: target.actionVersion)
-        return lastTargetBytes
     }
 }

@@ -17,7 +17,7 @@ struct JournalTail: Equatable {
 /// when a checkpoint moved the entries it knew of, or when the transaction that last changed it
 /// may not have committed. Only write transactions, which run one at a time, read or change it.
 struct JournalTails {
-    private var tails: [UInt64: JournalTail] = [:]
+    private var tails = InstanceKeyTable<JournalTail>()
     /// The write transaction whose journal this describes (0: none yet).
     private var transaction: UInt64 = 0
     /// Whether this holds what a transaction wrote before its commit was confirmed (``confirm(_:)``):
@@ -38,7 +38,7 @@ struct JournalTails {
     mutating func begin() {
         current = false
         if unconfirmed {
-            tails.removeAll(keepingCapacity: true)
+            tails.removeAll()
             transaction = 0
             last = nil
             unconfirmed = false
@@ -65,7 +65,7 @@ struct JournalTails {
                 return
             }
         }
-        tails.removeAll(keepingCapacity: true)
+        tails.removeAll()
         last = nil
         try read(txn, journal: journal, after: nil)
         transaction = now - 1
@@ -93,7 +93,7 @@ struct JournalTails {
         lastAppended: (position: UInt64, instance: UInt64, sequence: UInt64)?, checkpointed: Bool
     ) throws {
         if checkpointed {
-            tails.removeAll(keepingCapacity: true)
+            tails.removeAll()
             last = nil
         } else if let lastAppended {
             try update(in: txn, journal: journal)

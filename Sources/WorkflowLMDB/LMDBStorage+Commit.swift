@@ -86,7 +86,7 @@ extension LMDBStorage {
         defer { stateCache.withLock { $0 = states } }
         states.begin(txn.id)
         var ids = knownIDs.withLock { known in
-            var taken: [UInt64: String] = [:]
+            var taken = InstanceKeyTable<String>()
             swap(&taken, &known)
             return taken
         }
@@ -152,7 +152,7 @@ extension LMDBStorage {
     private func write(
         _ changes: InstanceChanges, journaled: Bool, journal: inout JournalAppender,
         _ journalCursor: borrowing Cursor<UInt64, [UInt8], ReadWrite>, state: borrowing Cursor<UInt64, [UInt8], ReadWrite>,
-        signals: SignalLayout?, tails: inout JournalTails, states: inout StateCache, ids: inout [UInt64: String],
+        signals: SignalLayout?, tails: inout JournalTails, states: inout StateCache, ids: inout InstanceKeyTable<String>,
         in txn: borrowing WriteTransaction
     ) throws -> CommitOutcome {
         let key = changes.key
@@ -213,7 +213,7 @@ extension LMDBStorage {
     /// transaction holds while it runs) or the store. Keys are never reused and an instance's id
     /// never changes: a known pair holds as long as the instance has a state record (deleting
     /// removes both).
-    private func isInstance(id: String, key: UInt64, known: inout [UInt64: String], _ txn: borrowing WriteTransaction) throws -> Bool {
+    private func isInstance(id: String, key: UInt64, known: inout InstanceKeyTable<String>, _ txn: borrowing WriteTransaction) throws -> Bool {
         if known[key] == id { return true }
         guard let stored = try txn.value(forKey: id, in: layout.instances, { IndexRecord.decodeStatic($0, id: id)?.key }), stored == key else {
             return false

@@ -27,7 +27,7 @@ public final class LMDBStorage: StorageBackend {
     private let syncTask = Lock<Task<Void, Never>?>(nil)
     /// Instances' ids by key, as commits found them in `instances` (neither ever changes). Only
     /// write transactions, one at a time, use it: a commit's holds it while it runs.
-    let knownIDs = Lock<[UInt64: String]>([:])
+    let knownIDs = Lock(InstanceKeyTable<String>())
     /// Each instance's last journal entry, as commits of this storage keep track of them.
     let journalTails = Lock(JournalTails())
     /// The records this storage's last commit left, for the next one (see ``StateCache``).

@@ -13,16 +13,16 @@ import LMDB
 /// which run one at a time, read or change it.
 struct StateCache {
     /// The records as the transaction `committed` left them.
-    private var states: [UInt64: IndexRecord.State] = [:]
+    private var states = InstanceKeyTable<IndexRecord.State>()
     private var committed: UInt64 = 0
     /// The records the transaction being written leaves, and its id.
-    private var written: [UInt64: IndexRecord.State] = [:]
+    private var written = InstanceKeyTable<IndexRecord.State>()
     private var writing: UInt64 = 0
 
     /// The write transaction `id` starts (again, when one that grew the map runs anew).
     mutating func begin(_ id: UInt64) {
-        if committed == 0 || committed &+ 1 != id { states.removeAll(keepingCapacity: true) }
-        written.removeAll(keepingCapacity: true)
+        if committed == 0 || committed &+ 1 != id { states.removeAll() }
+        written.removeAll()
         writing = id
     }
 
@@ -39,19 +39,19 @@ struct StateCache {
 
     /// This transaction rewrote records it did not tell of (a checkpoint): the next one reads them.
     mutating func forgetWritten() {
-        written.removeAll(keepingCapacity: true)
+        written.removeAll()
         writing = 0
     }
 
     /// The write transaction `id` committed: the next one may take its records from here.
     mutating func confirm(_ id: UInt64) {
         guard writing != 0, writing == id else {
-            states.removeAll(keepingCapacity: true)
+            states.removeAll()
             committed = 0
             return
         }
         swap(&states, &written)
-        written.removeAll(keepingCapacity: true)
+        written.removeAll()
         committed = id
         writing = 0
     }
