@@ -291,4 +291,50 @@ struct CommitPipelineTests {
             await resumed.stopAndWait()
         }
     }
+
+    @Test("instances whose awaited actions alternate between two types, each batch reused for the next, log every entry under its own tag and payload, and resume to their live state")
+    func reusedBatchesKeepTheirTargetsApart() async throws {
+        let dir = TemporaryDirectory("pipeline-targets")
+        let store = try WorkflowStore.open(path: dir.path)
+        let configuration = DurableConfiguration(mode: .grouped(maxBatch: 1, maxDelay: .seconds(3600)), actions: Checkout.actions)
+        let hosts = try (0..<8).map {
+            try store.start(Checkout(total: 1_000_000), id: "c\($0)", with: Checkout.Open(items: 1), configuration: configuration)
+        }
+        // Steps that find a batch's kept target, miss it and add one, and add more than a batch keeps.
+        let opens = (0..<24).map { $0 % 3 == 0 || $0 % 5 == 0 }
+        await withTaskGroup(of: Void.self) { group in
+            for host in hosts {
+                group.addTask {
+                    for (step, open) in opens.enumerated() {
+                        if open {
+                            _ = await host.rendering.open.sendAndWait(.init(items: step + 2))
+                        } else {
+                            _ = await host.rendering.pay.sendAndWait(.init(amount: step + 1))
+                        }
+                    }
+                }
+            }
+        }
+        let paid = opens.enumerated().filter { !$0.element }.map { $0.offset + 1 }.reduce(0, +)
+        let items = opens.lastIndex(of: true)! + 2
+        for (index, host) in hosts.enumerated() {
+            #expect(host.failure == nil)
+            #expect(host.rendering.state == .init(items: items, paid: paid))
+            await host.stopAndWait()
+            let logged = try store.entries(of: "c\(index)").filter { !$0.isProps }.dropFirst()
+            #expect(logged.map(\.actionTag) == opens.map { $0 ? Checkout.Open.tag : Checkout.Pay.tag })
+            for (step, entry) in zip(opens.indices, logged) {
+                let json = Data(try #require(BinaryPayloadCodec.jsonText(entry.payload)).utf8)
+                if opens[step] {
+                    #expect(try JSONDecoder().decode(Checkout.Open.self, from: json).items == step + 2)
+                } else {
+                    #expect(try JSONDecoder().decode(Checkout.Pay.self, from: json).amount == step + 1)
+                }
+                #expect(entry.nodePath == NodePath(segments: [.init(workflowType: String(reflecting: Checkout.self), key: "")]))
+            }
+            let resumed = try store.resume(id: "c\(index)", as: Checkout.self, configuration: configuration)
+            #expect(resumed.rendering.state == .init(items: items, paid: paid))
+            await resumed.stopAndWait()
+        }
+    }
 }
