@@ -1,5 +1,6 @@
 @testable import WorkflowCodec
 import Foundation
+import TestSupport
 import Testing
 
 // Many random values of every `Codable` shape, through every route of the binary codec: the item
@@ -7,18 +8,6 @@ import Testing
 // the codec's public encode, decoding from an array and from a buffer, the JSON rendering, and a
 // type's own bytes (`BinaryPayloadRepresentable`). Each route must write exactly the reference's
 // bytes and read them back. The seed is fixed, so a failure names a value that can be rebuilt.
-
-/// SplitMix64: a small generator whose sequence depends only on its seed.
-private struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 private struct Inner: Codable, Equatable {
     var flag: Bool

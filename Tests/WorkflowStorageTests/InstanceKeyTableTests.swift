@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 @testable import WorkflowLMDB
 
@@ -6,7 +7,7 @@ import Testing
 struct InstanceKeyTableTests {
     @Test("random inserts, updates, removals and emptyings leave what a dictionary holds")
     func matchesDictionary() {
-        var generator = SplitMix(seed: 7)
+        var generator = SeededGenerator(state: 7)
         // Dense keys (as a store hands them out), sparse ones, and keys that share their first slot.
         let keySets: [[UInt64]] = [
             Array(1...300),
@@ -60,19 +61,6 @@ struct InstanceKeyTableTests {
             table.removeAll()
             #expect(table.isEmpty)
             #expect(table[250] == nil)
-        }
-    }
-
-    /// A deterministic generator for the random steps.
-    struct SplitMix {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
         }
     }
 }
