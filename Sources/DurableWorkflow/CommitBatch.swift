@@ -87,11 +87,10 @@ struct CommitBatch: Sendable {
     /// Empties the batch for its instance's next one, keeping what it allocated (the entries'
     /// storage, its arena's first chunk) and its targets while they are few (an instance mostly
     /// logs the same action types at the same nodes, so its next entries find theirs made);
-    /// returns `false`, changing nothing, when
-    /// its arena is held by another copy of the batch too, or when it held more than
-    /// ``reusedEntries`` entries (a host that keeps a large batch's storage between bursts would
-    /// hold it for nothing). Run by the committer once the batch is settled (see
-    /// ``LogWriter/recycle(_:)``).
+    /// returns `false`, changing nothing, when its arena is held by another copy of the batch
+    /// too, or when it held more than ``reusedEntries`` entries (a host that keeps a large
+    /// batch's storage between bursts would hold it for nothing). Run by the committer once the
+    /// batch is settled (see ``LogWriter/recycle(_:)``).
     mutating func emptyForReuse() -> Bool {
         guard entries.capacity <= Self.reusedEntries, isKnownUniquelyReferenced(&actions) else { return false }
         actions.reset()
