@@ -224,7 +224,7 @@ enum PostgresScenario {
         }
         // It runs its load before it says it is ready, so that the window measures the steady
         // state of a process that has run for a while, as the in-process cases (run after others)
-        // do, not how a new process's first rounds form (README, "PostgreSQL: `wf-bench postgres`").
+        // do, not how a new process's first rounds form (docs/PERFORMANCE.md, "PostgreSQL").
         _ = ServiceScenario.acknowledgedPerSecond(hosts, window: warmUp)
         ChildProcesses.serve { ServiceScenario.acknowledgedPerSecond(hosts, window: window) }
         for host in hosts { host.stop() }

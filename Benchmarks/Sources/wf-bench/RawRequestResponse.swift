@@ -12,7 +12,7 @@ import WorkflowPostgres
 ///
 /// On LMDB its committer gathers its rounds by the engine's rule for serial commits (see
 /// `gather(after:)`), which lets more records share a commit: without it, the ceiling would
-/// understate what the shape allows (README, service section).
+/// understate what the shape allows (docs/PERFORMANCE.md, the service shapes on LMDB).
 final class RawGroupCommitter: Sendable {
     /// Writes one round: the clients whose records it holds. Made on its committer's thread.
     typealias RoundWriter = ([Int]) throws -> Void
