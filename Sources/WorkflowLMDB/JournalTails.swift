@@ -8,9 +8,10 @@ struct JournalTail: Equatable {
 }
 
 /// What one storage knows of the journal: each instance's last entry in it, as a committed write
-/// transaction left them, so that a commit finds the last sequence of an instance with journal
-/// entries without searching the journal (the instance's state record is not rewritten while it
-/// has some: see the journal's invariants).
+/// transaction left them, so that a write transaction (a commit, or a release, status change or
+/// snapshot of one instance) finds the last sequence of an instance with journal entries without
+/// searching the journal (the instance's state record is not rewritten while it has some: see the
+/// journal's invariants).
 ///
 /// Commits keep it up to date with their own entries. Before a commit relies on it, it reads what
 /// other writers (other storages of the store, other processes) appended since; the whole journal
@@ -45,12 +46,14 @@ struct JournalTails {
         }
     }
 
-    /// Brings this up to the journal `txn` sees, unless done already in this transaction.
-    mutating func update(in txn: borrowing WriteTransaction, journal: Database<UInt64, [UInt8]>) throws {
-        guard !current else { return }
+    /// Brings this up to the journal `txn` sees, unless done already in this transaction; returns
+    /// how many journal entries it read.
+    @discardableResult
+    mutating func update(in txn: borrowing WriteTransaction, journal: Database<UInt64, [UInt8]>) throws -> Int {
+        guard !current else { return 0 }
         current = true
         let now = txn.id
-        if transaction != 0, transaction == now - 1 { return }
+        if transaction != 0, transaction == now - 1 { return 0 }
         // Entries appended by others since: read after the last entry known, when it still lies
         // where it did (no checkpoint or delete moved it: each instance's sequence goes in the
         // journal once, so the same instance and sequence there is the same entry).
@@ -60,24 +63,29 @@ struct JournalTails {
                 return entry.instance == last.instance && entry.sequence == last.sequence
             } ?? false
             if same {
-                try read(txn, journal: journal, after: last.position)
+                let read = try read(txn, journal: journal, after: last.position)
                 transaction = now - 1
-                return
+                return read
             }
         }
         tails.removeAll()
         last = nil
-        try read(txn, journal: journal, after: nil)
+        let read = try read(txn, journal: journal, after: nil)
         transaction = now - 1
+        return read
     }
 
-    private mutating func read(_ txn: borrowing WriteTransaction, journal: Database<UInt64, [UInt8]>, after position: UInt64?) throws {
+    /// Reads the journal's entries after `position` (all when `nil`); returns how many.
+    private mutating func read(_ txn: borrowing WriteTransaction, journal: Database<UInt64, [UInt8]>, after position: UInt64?) throws -> Int {
+        var read = 0
         try txn.forEach(in: journal, from: position.map { $0 + 1 }) { key, value in
+            read += 1
             let entry = try LMDBStorage.journaled(value)
             tails[entry.instance] = JournalTail(sequence: entry.sequence, updated: entry.updated)
             last = (try UInt64(lmdbBytes: key), entry.instance, entry.sequence)
             return true
         }
+        return read
     }
 
     /// The transaction appended `tail` for `instance`.

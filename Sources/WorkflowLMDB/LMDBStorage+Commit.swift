@@ -1,4 +1,5 @@
 import LMDB
+import Synchronization
 import WorkflowStorage
 
 extension LMDBStorage {
@@ -6,9 +7,14 @@ extension LMDBStorage {
     /// each instance's entries go straight to its range of `log` (for one instance, a write to
     /// the end of its range costs no more than one to the journal's end, and is not copied later).
     package static let journalFanIn = 4
-    /// The most entries of one instance in a commit that go to the journal: more fill a good part
-    /// of a page in the instance's range anyway, and would only be copied again by a checkpoint.
-    package static let journalEntriesPerInstance = 8
+    /// The most entries of one instance in a commit that go to the journal, as many as a
+    /// checkpoint is sized for per instance (``JournalCheckpoints/standard``): so that a commit adds
+    /// at most about one checkpoint's worth of entries. Below it, the journal is the cheaper
+    /// place even for a batch that fills pages: an instance's range of `log` lies in the middle
+    /// of the database (only the newest instance's is at its end), where each entry is a search
+    /// and an insertion into a page, and a full page splits in half, while the journal's end
+    /// takes appends (a checkpoint later copies them, in chunks, to the archive's end).
+    package static let journalEntriesPerInstance = JournalCheckpoints.standard.entriesPerInstance
 
     /// How full the journal is, of `threshold` entries, when it is read ahead of its checkpoint:
     /// late enough that few entries are left for the checkpoint to add, early enough that the
@@ -71,25 +77,13 @@ extension LMDBStorage {
         var journal = JournalAppender(layout: layout)
         // Only write transactions, one at a time, use the journal's tails: this one holds them
         // while it runs.
-        var tails = journalTails.withLock { cache in
-            var taken = JournalTails()
-            swap(&taken, &cache)
-            return taken
-        }
+        var tails = journalTails.take(leaving: JournalTails())
         defer { journalTails.withLock { $0 = tails } }
         tails.begin()
-        var states = stateCache.withLock { cache in
-            var taken = StateCache()
-            swap(&taken, &cache)
-            return taken
-        }
+        var states = stateCache.take(leaving: StateCache())
         defer { stateCache.withLock { $0 = states } }
         states.begin(txn.id)
-        var ids = knownIDs.withLock { known in
-            var taken = InstanceKeyTable<String>()
-            swap(&taken, &known)
-            return taken
-        }
+        var ids = knownIDs.take(leaving: InstanceKeyTable<String>())
         defer { knownIDs.withLock { $0 = ids } }
         var durability = parts[0].durability, instances = 0
         // One cursor on `state` and one on the journal serve every instance of the commit:
@@ -125,7 +119,7 @@ extension LMDBStorage {
         if journal.appended > 0 {
             let held = try txn.count(of: layout.journal)
             if held >= Self.readAheadShare(of: checkpoints.entries) {
-                try tails.update(in: txn, journal: layout.journal)
+                journalEntriesRead.add(try tails.update(in: txn, journal: layout.journal), ordering: .relaxed)
                 let threshold = checkpoints.threshold(instances: tails.instances)
                 if held >= threshold {
                     try checkpoint(txn)
@@ -164,7 +158,7 @@ extension LMDBStorage {
         guard stored.claim == changes.claim else { return .refused(current: stored.claim) }
         let journaledBefore = stored.journaledFrom
         if journaledBefore > 0 {
-            try tails.update(in: txn, journal: layout.journal)
+            journalEntriesRead.add(try tails.update(in: txn, journal: layout.journal), ordering: .relaxed)
             // A cached record already says what the instance's last journal entry says.
             if cached == nil { stored.advance(to: tails[key]) }
         }
@@ -281,7 +275,7 @@ extension LMDBStorage {
         let layout = self.layout
         try call {
             try environment.write { txn in
-                guard let found = try indexed(id: id, txn) else {
+                guard let found = try indexed(id: id, writing: txn) else {
                     throw failure(.notFound, "put snapshot", "no instance has the id \(id)")
                 }
                 var stored = found.instance

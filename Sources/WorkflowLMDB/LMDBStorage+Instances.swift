@@ -36,6 +36,11 @@ extension LMDBStorage {
         try storedRecord(id: id, txn).map { try updatedByJournal($0, txn) }
     }
 
+    /// As ``indexed(id:_:)``, in a write transaction (see ``updatedByJournal(writing:_:)``).
+    func indexed(id: String, writing txn: borrowing WriteTransaction) throws -> (instance: StoredInstance, journaledFrom: UInt64)? {
+        try storedRecord(id: id, txn).map { try updatedByJournal(writing: $0, txn) }
+    }
+
     /// As ``indexed(id:_:)``, with the last sequence and update time the instance's record holds
     /// (not yet those of its journal entries).
     private func storedRecord(
@@ -143,7 +148,7 @@ extension LMDBStorage {
                     guard let moved = try storedRecord(id: id, txn) else { return nil }
                     found = moved
                 } else {
-                    found = try updatedByJournal(found, txn)
+                    found = try updatedByJournal(writing: found, txn)
                 }
                 var stored = found.instance
                 guard let result = change(&stored) else { return nil }

@@ -1,4 +1,5 @@
 import LMDB
+import Synchronization
 import WorkflowStorage
 
 /// The store-wide journal: a commit that carries many instances appends all their entries at the
@@ -84,7 +85,10 @@ extension LMDBStorage {
     /// commits often has it near there); `nil` when it has none.
     func journalTail(of instance: UInt64, _ txn: borrowing Transaction<some TransactionMode>) throws -> JournalTail? {
         var tail: JournalTail?
+        var read = 0
+        defer { journalEntriesRead.add(read, ordering: .relaxed) }
         try txn.forEach(in: layout.journal, reverse: true) { _, value in
+            read += 1
             let entry = try Self.journaled(value)
             guard entry.instance == instance else { return true }
             tail = JournalTail(sequence: entry.sequence, updated: entry.updated)
@@ -102,6 +106,22 @@ extension LMDBStorage {
             return true
         }
         return tails
+    }
+
+    /// As ``updatedByJournal(_:_:)``, in a write transaction: the instance's last journal entry
+    /// comes from this storage's ``journalTails``, brought up to date in `txn` (write transactions
+    /// run one at a time, and only they use the tails), instead of a search of the journal from
+    /// its end. Releasing or changing many instances whose last entries lie far back in the
+    /// journal then reads it about once, not once per instance.
+    func updatedByJournal(
+        writing indexed: (instance: StoredInstance, journaledFrom: UInt64), _ txn: borrowing WriteTransaction
+    ) throws -> (instance: StoredInstance, journaledFrom: UInt64) {
+        guard indexed.journaledFrom > 0 else { return indexed }
+        var tails = journalTails.take(leaving: JournalTails())
+        defer { journalTails.withLock { $0 = tails } }
+        tails.begin()
+        journalEntriesRead.add(try tails.update(in: txn, journal: layout.journal), ordering: .relaxed)
+        return (indexed.instance.advanced(to: tails[indexed.instance.key]), indexed.journaledFrom)
     }
 
     /// `indexed` (an instance and where its journal entries start) as the journal leaves it: the

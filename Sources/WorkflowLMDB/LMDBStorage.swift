@@ -1,5 +1,6 @@
 import Dispatch
 import LMDB
+import Synchronization
 import WorkflowLocks
 import WorkflowStorage
 
@@ -28,8 +29,11 @@ public final class LMDBStorage: StorageBackend {
     /// Instances' ids by key, as commits found them in `instances` (neither ever changes). Only
     /// write transactions, one at a time, use it: a commit's holds it while it runs.
     let knownIDs = Lock(InstanceKeyTable<String>())
-    /// Each instance's last journal entry, as commits of this storage keep track of them.
+    /// Each instance's last journal entry, as this storage's write transactions keep track of them.
     let journalTails = Lock(JournalTails())
+    /// How many journal entries this storage has read to learn instances' last entries there: a
+    /// diagnostic (tests check that it follows the journal's length, not instances times it).
+    package let journalEntriesRead = Atomic<Int>(0)
     /// The records this storage's last commit left, for the next one (see ``StateCache``).
     let stateCache = Lock(StateCache())
     /// This storage's checkpoint copy of the journal, kept between checkpoints and read ahead of

@@ -47,6 +47,18 @@ public final class Lock<Value>: @unchecked Sendable {
         return try body(&value)
     }
 
+    /// The value, swapped out for `placeholder` under the lock: moved, not copied, so that a
+    /// caller that holds it for a while (and puts it back with ``withLock(_:)``) neither retains
+    /// what it holds nor copies it on its first change.
+    @inlinable
+    public func take(leaving placeholder: Value) -> Value {
+        withLock { value in
+            var taken = placeholder
+            swap(&taken, &value)
+            return taken
+        }
+    }
+
     /// Runs `body` with the value if the lock is free now, and returns what it returns; `nil`
     /// without waiting when another thread holds the lock.
     @inlinable

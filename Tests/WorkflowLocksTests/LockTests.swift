@@ -21,6 +21,21 @@ struct LockTests {
         #expect(lock.withLock { $0.append(3); return $0 } == [1, 2, 3])
     }
 
+    @Test("take(leaving:) hands over the value itself, unshared, and leaves the placeholder until the value is put back")
+    func take() {
+        let lock = Lock([1, 2, 3])
+        var taken = lock.take(leaving: [])
+        #expect(taken == [1, 2, 3])
+        #expect(lock.withLock { $0 } == [])
+        // Moved, not copied: the taken array's storage is referenced once, so a change needs no copy.
+        #expect(taken.withUnsafeBufferPointer { $0.baseAddress } != nil)
+        let before = taken.withUnsafeBufferPointer { $0.baseAddress }
+        taken[0] = 9
+        #expect(taken.withUnsafeBufferPointer { $0.baseAddress } == before)
+        lock.withLock { $0 = taken }
+        #expect(lock.withLock { $0 } == [9, 2, 3])
+    }
+
     @Test("withLockIfAvailable runs its body when the lock is free and returns nil at once while another thread holds it")
     func tryLock() {
         let lock = Lock(0)

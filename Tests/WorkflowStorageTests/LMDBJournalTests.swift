@@ -61,6 +61,15 @@ struct LMDBJournalTests {
         #expect(try storage.texts(keys[0], from: 3, through: 3) == ["3:entry 3"])
         #expect(try storage.texts(keys[1], from: 2) == ["2:entry 2", "3:entry 3"])
         #expect(try storage.instance(id: "i0")?.lastSequence == 4)
+        // Many instances, each with as many entries as the journal takes: all to the journal.
+        let full = try (0..<LMDBStorage.journalFanIn).map { try #require(try storage.create(Records.new("f\($0)", claim: Records.hostA))).key }
+        let most = UInt64(LMDBStorage.journalEntriesPerInstance)
+        let beforeFull = try counts(storage)
+        _ = try storage.commit(CommitRequest(durability: .synced, changes: full.enumerated().map { index, key in
+            InstanceChanges(id: "f\(index)", key: key, claim: Records.hostA, entries: Records.range(2, most + 1), updated: 1)
+        }))
+        #expect(try counts(storage) == (journal: beforeFull.journal + full.count * Int(most), log: beforeFull.log))
+        #expect(try storage.texts(full[3]).count == Int(most + 1))
         // Many instances, each with more entries than the journal takes: straight to the log.
         let others = try (0..<LMDBStorage.journalFanIn).map { try #require(try storage.create(Records.new("o\($0)", claim: Records.hostA))).key }
         let many = UInt64(LMDBStorage.journalEntriesPerInstance) + 2
@@ -70,6 +79,28 @@ struct LMDBJournalTests {
         }))
         #expect(try counts(storage) == (journal: before.journal, log: before.log + others.count * Int(many - 1)))
         #expect(try storage.texts(others[3]).count == Int(many))
+    }
+
+    @Test("releasing instances whose last entries lie far back in the journal reads the journal about once, not once per instance; each release keeps the instance's last sequence")
+    func releasesReadTheJournalOnce() throws {
+        let dir = TemporaryDirectory("journal-releases")
+        let storage = try LMDBStorage.open(path: dir.path)
+        let keys = try instances(200, in: storage)
+        try commit(keys, 2, 2, in: storage)
+        // A few busy instances push the others' last entries back: 2,200 entries in the journal.
+        let busy = Array(keys.prefix(LMDBStorage.journalFanIn))
+        for sequence in UInt64(3)...502 { try commit(busy, sequence, sequence, in: storage) }
+        #expect(try counts(storage).journal == keys.count + 500 * busy.count)
+        let before = storage.journalEntriesRead.load(ordering: .relaxed)
+        for index in busy.count..<keys.count { try storage.release(id: "i\(index)", claim: Records.hostA) }
+        let read = storage.journalEntriesRead.load(ordering: .relaxed) - before
+        #expect(read <= 2 * (keys.count + 500 * busy.count), "releases read \(read) journal entries")
+        let released = try #require(try storage.instance(id: "i10"))
+        #expect(released.lastSequence == 2)
+        #expect(released.claim == .none)
+        // The busy ones commit on, their last sequences as the journal says.
+        try commit(busy, 503, 503, in: storage)
+        #expect(try storage.instance(id: "i0")?.lastSequence == 503)
     }
 
     /// The bytes of the instance's state record, as stored.
