@@ -9,7 +9,7 @@ extension LMDBStorage {
     package static let journalFanIn = 4
     /// The most entries of one instance in a commit that go to the journal, as many as a
     /// checkpoint is sized for per instance (``JournalCheckpoints/standard``): so that a commit adds
-    /// at most about one checkpoint's worth of entries. Below it, the journal is the cheaper
+    /// at most about one checkpoint's worth of entries. Up to it, the journal is the cheaper
     /// place even for a batch that fills pages: an instance's range of `log` lies in the middle
     /// of the database (only the newest instance's is at its end), where each entry is a search
     /// and an insertion into a page, and a full page splits in half, while the journal's end

@@ -39,8 +39,9 @@ public struct PostgresConfiguration: Sendable {
     /// Each commit costs the client and the server work of its own, whatever it carries, and
     /// more commits in flight share the clients among more, smaller rounds: a hundred
     /// request/response clients were served faster with two than with three, with less CPU per
-    /// action on both sides (docs/PERFORMANCE.md, "PostgreSQL"). Raise it when the server's round trips, not
-    /// its work, are what the clients wait for (a server far away, or with cores to spare).
+    /// action on both sides (docs/PERFORMANCE.md, "PostgreSQL"). Raise it when the server's round
+    /// trips, not its work, are what the clients wait for (a server far away, or with cores to
+    /// spare).
     public var concurrentCommits: Int = 2
     /// Where postgres-nio logs connection events (nothing below warnings unless you lower it).
     public var logger: Logger
