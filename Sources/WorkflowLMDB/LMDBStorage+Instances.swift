@@ -166,6 +166,9 @@ extension LMDBStorage {
                     return try txn.delete(id, in: layout.instances)
                 }
                 knownIDs.withLock { $0[key] = nil }
+                // Only an instance whose record says it has journal entries has any there (the
+                // journal's invariants): the others' deletes do not read the journal.
+                let journaled = try txn.value(forKey: key, in: layout.state) { IndexRecord.decodeState($0)?.journaledFrom } ?? 1
                 try deleteLog(instance: key, txn)
                 try txn.withCursor(on: layout.snapshots) { cursor in
                     var entry = try cursor.seek(atLeast: LogKey(instance: key, sequence: 0))
@@ -174,7 +177,7 @@ extension LMDBStorage {
                         entry = try cursor.current()
                     }
                 }
-                try deleteJournaled(instance: key, txn)
+                if journaled > 0 { try deleteJournaled(instance: key, txn) }
                 try txn.delete(key, in: layout.state)
                 return try txn.delete(id, in: layout.instances)
             }

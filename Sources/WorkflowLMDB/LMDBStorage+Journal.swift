@@ -150,9 +150,12 @@ extension LMDBStorage {
 
     /// Deletes the instance's journal entries (the instance is being deleted).
     func deleteJournaled(instance: UInt64, _ txn: borrowing WriteTransaction) throws {
+        var read = 0
+        defer { journalEntriesRead.add(read, ordering: .relaxed) }
         try txn.withCursor(on: layout.journal) { cursor in
             var entry = try cursor.first()
             while let current = entry {
+                read += 1
                 if try Self.journaled(current.value).instance == instance {
                     try cursor.deleteCurrent()
                     entry = try cursor.current()

@@ -31,8 +31,10 @@ public final class LMDBStorage: StorageBackend {
     let knownIDs = Lock(InstanceKeyTable<String>())
     /// Each instance's last journal entry, as this storage's write transactions keep track of them.
     let journalTails = Lock(JournalTails())
-    /// How many journal entries this storage has read to learn instances' last entries there: a
-    /// diagnostic (tests check that it follows the journal's length, not instances times it).
+    /// How many journal entries this storage has read in searches for one instance's entries
+    /// there (its last one, or all of them to delete them) and in keeping ``journalTails`` up to
+    /// date: a diagnostic (tests check that it follows the journal's length, not instances times
+    /// it).
     package let journalEntriesRead = Atomic<Int>(0)
     /// The records this storage's last commit left, for the next one (see ``StateCache``).
     let stateCache = Lock(StateCache())

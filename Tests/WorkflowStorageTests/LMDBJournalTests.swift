@@ -103,6 +103,26 @@ struct LMDBJournalTests {
         #expect(try storage.instance(id: "i0")?.lastSequence == 503)
     }
 
+    @Test("deleting an instance without journal entries leaves the journal unread; deleting one with some removes them")
+    func deletesReadTheJournalOnlyForTheirOwn() throws {
+        let dir = TemporaryDirectory("journal-deletes")
+        let storage = try LMDBStorage.open(path: dir.path)
+        let keys = try instances(LMDBStorage.journalFanIn, in: storage)
+        for sequence in UInt64(2)...101 { try commit(keys, sequence, sequence, in: storage) }
+        let quiet = try (0..<10).map { try #require(try storage.create(Records.new("q\($0)", claim: .none))).key }
+        #expect(quiet.count == 10)
+        let before = storage.journalEntriesRead.load(ordering: .relaxed)
+        for index in 0..<10 { #expect(try storage.delete(id: "q\(index)")) }
+        #expect(storage.journalEntriesRead.load(ordering: .relaxed) == before, "deletes of instances with no journal entries read the journal")
+        #expect(try storage.instance(id: "q3") == nil)
+        #expect(try counts(storage).journal == 100 * keys.count)
+        // An instance with entries there: they go with it, and the others' stay.
+        try storage.release(id: "i1", claim: Records.hostA)
+        #expect(try storage.delete(id: "i1"))
+        #expect(try counts(storage).journal == 100 * (keys.count - 1))
+        #expect(try storage.texts(keys[2]).count == 101)
+    }
+
     /// The bytes of the instance's state record, as stored.
     func stateRecord(_ key: UInt64, in storage: LMDBStorage) throws -> [UInt8]? {
         try storage.environment.read { txn in try txn.get(key, in: storage.layout.state) }
