@@ -103,6 +103,38 @@ struct LMDBJournalTests {
         #expect(try storage.instance(id: "i0")?.lastSequence == 503)
     }
 
+    @Test("a release or status change through a storage whose journal tails another storage's commits outdated (appends, then a checkpoint and a refilled journal) keeps each instance's last sequence as the store holds it")
+    func releasesAfterAnotherStoragesCommits() throws {
+        let dir = TemporaryDirectory("journal-release-other")
+        let storage = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 32)
+        let other = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 32)
+        let keys = try instances(LMDBStorage.journalFanIn + 1, in: storage)
+        try commit(keys, 2, 3, in: storage)
+        // Another storage appends after what this one knows.
+        try commit(keys, 4, 5, in: other)
+        try storage.release(id: "i0", claim: Records.hostA)
+        #expect(try storage.instance(id: "i0")?.lastSequence == 5)
+        #expect(try storage.instance(id: "i0")?.claim == InstanceClaim.none)
+        // Its checkpoint moves the journal, and its commits refill the positions this one knew.
+        var last: UInt64 = 5
+        while try counts(other).journal > 0 {
+            try commit(Array(keys.dropFirst()), last + 1, last + 2, in: other, from: 1)
+            last += 2
+        }
+        for _ in 0..<3 {
+            try commit(Array(keys.dropFirst()), last + 1, last + 1, in: other, from: 1)
+            last += 1
+        }
+        _ = try storage.setStatus(id: "i1", to: .completed, at: 1)
+        try storage.release(id: "i2", claim: Records.hostA)
+        #expect(try storage.instance(id: "i1")?.lastSequence == last)
+        #expect(try storage.instance(id: "i1")?.status == .completed)
+        #expect(try storage.instance(id: "i2")?.lastSequence == last)
+        #expect(try other.texts(keys[4]).count == Int(last))
+        #expect(try counts(other).journal == 3 * (keys.count - 1))
+        #expect(try storage.instance(id: "i0")?.lastSequence == 5)
+    }
+
     @Test("deleting an instance without journal entries leaves the journal unread; deleting one with some removes them")
     func deletesReadTheJournalOnlyForTheirOwn() throws {
         let dir = TemporaryDirectory("journal-deletes")
