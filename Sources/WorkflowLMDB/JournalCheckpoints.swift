@@ -4,8 +4,8 @@
 /// few entries the instance has, so its cost per entry falls as the entries per instance grow. A
 /// store with many instances in flight therefore lets its journal grow with them
 /// (``entriesPerInstance``), between a floor (``entries``) and a ceiling (``most``) that bounds a
-/// checkpoint's stall, its copy of the journal, and the search of the journal by reads of an
-/// instance that nobody holds.
+/// checkpoint's stall, its copy of the journal, and the passes over the journal that reads make
+/// when they find no tails of it they can use (``JournalTailsSnapshot``).
 package struct JournalCheckpoints: Sendable, Equatable {
     /// The fewest entries at which the journal is checkpointed.
     package var entries: Int

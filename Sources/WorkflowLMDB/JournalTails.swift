@@ -55,14 +55,9 @@ struct JournalTails {
         let now = txn.id
         if transaction != 0, transaction == now - 1 { return 0 }
         // Entries appended by others since: read after the last entry known, when it still lies
-        // where it did (no checkpoint or delete moved it: each instance's sequence goes in the
-        // journal once, so the same instance and sequence there is the same entry).
+        // where it did.
         if transaction != 0, transaction < now, let last {
-            let same = try txn.value(forKey: last.position, in: journal) { value in
-                let entry = try LMDBStorage.journaled(value)
-                return entry.instance == last.instance && entry.sequence == last.sequence
-            } ?? false
-            if same {
+            if try Self.holds(last, in: txn, journal: journal) {
                 let read = try read(txn, journal: journal, after: last.position)
                 transaction = now - 1
                 return read
@@ -86,6 +81,27 @@ struct JournalTails {
             return true
         }
         return read
+    }
+
+    /// What this describes, for read transactions, once the transaction that last brought it up
+    /// to date committed; `nil` before.
+    var snapshot: JournalTailsSnapshot? {
+        guard transaction != 0, !unconfirmed else { return nil }
+        return JournalTailsSnapshot(tails: tails, transaction: transaction, last: last)
+    }
+
+    /// Whether the journal `txn` sees still holds `entry` where it lay: then no checkpoint emptied
+    /// the journal since (each instance's sequence goes in the journal once, so the same instance
+    /// and sequence there is the same entry), and only deletes removed entries from it, each
+    /// those of an instance that is gone.
+    static func holds(
+        _ entry: (position: UInt64, instance: UInt64, sequence: UInt64), in txn: borrowing Transaction<some TransactionMode>,
+        journal: Database<UInt64, [UInt8]>
+    ) throws -> Bool {
+        try txn.value(forKey: entry.position, in: journal) { value in
+            let found = try LMDBStorage.journaled(value)
+            return found.instance == entry.instance && found.sequence == entry.sequence
+        } ?? false
     }
 
     /// The transaction appended `tail` for `instance`.

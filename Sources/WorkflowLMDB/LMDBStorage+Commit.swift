@@ -45,7 +45,13 @@ extension LMDBStorage {
                 }
             }
             guard let written else { continue }
-            journalTails.withLock { $0.confirm(written.transaction) }
+            // A read asked for the journal's tails since the last were published: these follow.
+            let asked = tailsAsked.exchange(false, ordering: .relaxed)
+            let snapshot = journalTails.withLock { tails in
+                tails.confirm(written.transaction)
+                return asked ? tails.snapshot : nil
+            }
+            if let snapshot { publish(snapshot) }
             stateCache.withLock { $0.confirm(written.transaction) }
             let readAhead = journalCopies.withLock { copies in
                 copies.committed(written.transaction, checkpointed: written.checkpointed)

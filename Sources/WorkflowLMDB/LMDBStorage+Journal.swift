@@ -131,7 +131,36 @@ extension LMDBStorage {
         _ indexed: (instance: StoredInstance, journaledFrom: UInt64), _ txn: borrowing Transaction<some TransactionMode>
     ) throws -> (instance: StoredInstance, journaledFrom: UInt64) {
         guard indexed.journaledFrom > 0 else { return indexed }
-        return (indexed.instance.advanced(to: try journalTail(of: indexed.instance.key, txn)), indexed.journaledFrom)
+        return (indexed.instance.advanced(to: try publishedTail(of: indexed.instance.key, txn)), indexed.journaledFrom)
+    }
+
+    /// The instance's last entry in the journal `txn` sees, from ``publishedTails`` and the
+    /// entries appended since; when they describe a journal that a checkpoint emptied since (or
+    /// there are none yet), from a pass over the journal, whose tails are then published for the
+    /// next reads; when they describe a newer journal than `txn` sees, from a search.
+    private func publishedTail(of instance: UInt64, _ txn: borrowing Transaction<some TransactionMode>) throws -> JournalTail? {
+        tailsAsked.store(true, ordering: .relaxed)
+        let published = publishedTails.withLock { $0 }
+        if let published {
+            switch try published.tail(of: instance, in: txn, journal: layout.journal) {
+            case .tail(let tail, let read):
+                journalEntriesRead.add(read, ordering: .relaxed)
+                return tail
+            case .unknown:
+                if published.transaction > txn.id { return try journalTail(of: instance, txn) }
+            }
+        }
+        let (snapshot, read) = try JournalTailsSnapshot.read(in: txn, journal: layout.journal)
+        journalEntriesRead.add(read, ordering: .relaxed)
+        publish(snapshot)
+        return snapshot.tails[instance]
+    }
+
+    /// Makes `snapshot` the tails that reads use, unless those describe a newer journal.
+    func publish(_ snapshot: JournalTailsSnapshot) {
+        publishedTails.withLock { published in
+            if published.map({ $0.transaction < snapshot.transaction }) ?? true { published = snapshot }
+        }
     }
 
     /// Visits the instance's journal entries from `from` through `through`, in order, until

@@ -31,6 +31,12 @@ public final class LMDBStorage: StorageBackend {
     let knownIDs = Lock(InstanceKeyTable<String>())
     /// Each instance's last journal entry, as this storage's write transactions keep track of them.
     let journalTails = Lock(JournalTails())
+    /// The newest view of the journal's tails this storage has for read transactions (see
+    /// ``JournalTailsSnapshot``).
+    let publishedTails = Lock<JournalTailsSnapshot?>(nil)
+    /// Whether a read asked for ``publishedTails`` since a commit last published them: only then
+    /// does a commit publish its own (which costs its next commit a copy of the tails).
+    let tailsAsked = Atomic<Bool>(false)
     /// How many journal entries this storage has read in searches for one instance's entries
     /// there (its last one, or all of them to delete them) and in keeping ``journalTails`` up to
     /// date: a diagnostic (tests check that it follows the journal's length, not instances times

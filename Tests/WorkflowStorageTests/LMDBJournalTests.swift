@@ -103,6 +103,65 @@ struct LMDBJournalTests {
         #expect(try storage.instance(id: "i0")?.lastSequence == 503)
     }
 
+    @Test("reading instances whose last entries lie far back in the journal reads the journal about once, not once per read, while commits go on; each read has the instance's last sequence")
+    func readsReadTheJournalOnce() throws {
+        let dir = TemporaryDirectory("journal-reads")
+        let storage = try LMDBStorage.open(path: dir.path)
+        let keys = try instances(200, in: storage)
+        try commit(keys, 2, 2, in: storage)
+        let busy = Array(keys.prefix(LMDBStorage.journalFanIn))
+        for sequence in UInt64(3)...502 { try commit(busy, sequence, sequence, in: storage) }
+        let journal = keys.count + 500 * busy.count
+        #expect(try counts(storage).journal == journal)
+        var before = storage.journalEntriesRead.load(ordering: .relaxed)
+        for index in busy.count..<keys.count { #expect(try storage.instance(id: "i\(index)")?.lastSequence == 2) }
+        var read = storage.journalEntriesRead.load(ordering: .relaxed) - before
+        #expect(read <= 2 * journal, "reads of a quiet store read \(read) journal entries")
+        // The busy ones commit on between reads: each read finds their last entry, and the quiet
+        // ones' far back, reading about what was appended since.
+        before = storage.journalEntriesRead.load(ordering: .relaxed)
+        for sequence in UInt64(503)...602 {
+            try commit(busy, sequence, sequence, in: storage)
+            #expect(try storage.instance(id: "i0")?.lastSequence == sequence)
+            #expect(try storage.instance(id: "i\(100 + Int(sequence) % 90)")?.lastSequence == 2)
+        }
+        read = storage.journalEntriesRead.load(ordering: .relaxed) - before
+        #expect(read <= 2 * journal, "reads between commits read \(read) journal entries")
+    }
+
+    @Test("reads through a storage whose last view of the journal another storage's commits outdated (appends, then a checkpoint and a refilled journal) have each instance's last sequence as the store holds it")
+    func readsAfterAnotherStoragesCommits() throws {
+        let dir = TemporaryDirectory("journal-reads-other")
+        let storage = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 32)
+        let other = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 32)
+        let keys = try instances(LMDBStorage.journalFanIn + 1, in: storage)
+        try commit(keys, 2, 3, in: storage)
+        #expect(try storage.instance(id: "i0")?.lastSequence == 3)
+        try commit(keys, 4, 5, in: other)
+        #expect(try storage.instance(id: "i0")?.lastSequence == 5)
+        #expect(try storage.instance(id: "i4")?.lastSequence == 5)
+        // A checkpoint moves the journal, and commits refill the positions this storage read.
+        var last: UInt64 = 5
+        while try counts(other).journal > 0 {
+            try commit(Array(keys.dropFirst()), last + 1, last + 2, in: other, from: 1)
+            last += 2
+        }
+        for _ in 0..<3 {
+            try commit(Array(keys.dropFirst()), last + 1, last + 1, in: other, from: 1)
+            last += 1
+        }
+        #expect(try storage.instance(id: "i0")?.lastSequence == 5)
+        #expect(try storage.instance(id: "i1")?.lastSequence == last)
+        #expect(try storage.instance(id: "i4")?.updated == Int64(last))
+        // Its own commit, then the other's again.
+        try commit(Array(keys.dropFirst()), last + 1, last + 1, in: storage, from: 1)
+        #expect(try storage.instance(id: "i2")?.lastSequence == last + 1)
+        try commit(Array(keys.dropFirst()), last + 2, last + 2, in: other, from: 1)
+        #expect(try storage.instance(id: "i3")?.lastSequence == last + 2)
+        #expect(try storage.instance(id: "i0")?.lastSequence == 5)
+        #expect(try storage.texts(keys[3]).count == Int(last + 2))
+    }
+
     @Test("a release or status change through a storage whose journal tails another storage's commits outdated (appends, then a checkpoint and a refilled journal) keeps each instance's last sequence as the store holds it")
     func releasesAfterAnotherStoragesCommits() throws {
         let dir = TemporaryDirectory("journal-release-other")
