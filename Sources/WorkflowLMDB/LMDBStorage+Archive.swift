@@ -10,7 +10,8 @@ import WorkflowStorage
 /// keyed by the first one's sequence; format 5 stored one entry per value. The instance's range of
 /// `log` gets one record per generation in its place (a *segment*: which kind of values, the
 /// generation and the last sequence, keyed by the first), so that `log` still lists every
-/// instance's entries in sequence order, each either there or in a segment.
+/// instance's entries in sequence order, each either there or in a segment. Since format 7 a chunk
+/// holds each entry as its difference from the one before (``DeltaChunk``).
 ///
 /// Inserting the same entries into the instances' ranges of `log` instead writes most of them in
 /// the middle of a page shared with the next instance's range, which LMDB splits in half: the
@@ -23,28 +24,52 @@ extension LMDBStorage {
     static let entriesSegmentMarker: UInt8 = 0xA5
     /// The first byte of a segment record whose archived values are chunks (format 6).
     static let chunksSegmentMarker: UInt8 = 0xA6
+    /// The first byte of a segment record whose archived values are chunks of differences
+    /// (format 7, ``DeltaChunk``).
+    static let deltaChunksSegmentMarker: UInt8 = 0xA7
     /// The bytes of a segment record: the marker, the generation, the last sequence.
     static let segmentSize = 17
 
     /// Where a segment's entries are: its generation, its last sequence (its first is the key's)
-    /// and whether the archive holds them in chunks.
+    /// and how the archive holds them.
     struct Segment {
+        /// What each of a segment's values in the archive holds.
+        enum Values {
+            /// One entry record (format 5).
+            case entries
+            /// A chunk of entry records (format 6, ``ArchiveChunk``).
+            case chunks
+            /// A chunk of entries, each as its difference from the one before (format 7, ``DeltaChunk``).
+            case deltaChunks
+        }
+
         let generation: UInt64
         let last: UInt64
-        let chunked: Bool
+        let values: Values
+
+        /// Whether each value holds a run of entries, keyed by the first one's sequence.
+        var chunked: Bool { values != .entries }
     }
 
     /// The segment a record of `log` stands for, or `nil` when `value` is an entry record.
     static func segment(_ value: UnsafeRawBufferPointer) -> Segment? {
-        guard value.count == segmentSize, value[0] == entriesSegmentMarker || value[0] == chunksSegmentMarker else { return nil }
+        guard value.count == segmentSize else { return nil }
+        let values: Segment.Values
+        switch value[0] {
+        case entriesSegmentMarker: values = .entries
+        case chunksSegmentMarker: values = .chunks
+        case deltaChunksSegmentMarker: values = .deltaChunks
+        default: return nil
+        }
         return Segment(generation: UInt64(bigEndian: value.loadUnaligned(fromByteOffset: 1, as: UInt64.self)),
                        last: UInt64(bigEndian: value.loadUnaligned(fromByteOffset: 9, as: UInt64.self)),
-                       chunked: value[0] == chunksSegmentMarker)
+                       values: values)
     }
 
-    /// The record of a segment of `generation`, archived in chunks, whose entries end at `last`.
+    /// The record of a segment of `generation`, archived in chunks of differences, whose entries
+    /// end at `last`.
     static func segmentRecord(generation: UInt64, last: UInt64) -> [UInt8] {
-        [chunksSegmentMarker] + bigEndianBytes(generation) + bigEndianBytes(last)
+        [deltaChunksSegmentMarker] + bigEndianBytes(generation) + bigEndianBytes(last)
     }
 
     /// The eight bytes of `value`, most significant first.
@@ -167,7 +192,7 @@ extension LMDBStorage {
             guard key.generation == segment.generation, key.instance == instance, key.sequence <= range.upperBound else { break }
             if segment.chunked {
                 var stopped = false, past = false
-                _ = try ArchiveChunk.forEach(stored.value, first: key.sequence) { sequence, record in
+                let inRange = { (sequence: UInt64, record: UnsafeRawBufferPointer) throws -> Bool in
                     guard sequence >= range.lowerBound else { return true }
                     guard sequence <= range.upperBound else {
                         past = true
@@ -175,6 +200,11 @@ extension LMDBStorage {
                     }
                     stopped = try !visit(sequence, record)
                     return !stopped
+                }
+                if segment.values == .deltaChunks {
+                    _ = try DeltaChunk.forEach(stored.value, first: key.sequence, inRange)
+                } else {
+                    _ = try ArchiveChunk.forEach(stored.value, first: key.sequence, inRange)
                 }
                 if stopped { return false }
                 if past { break }

@@ -197,7 +197,7 @@ extension LMDBStorage {
 
     /// Moves every journal entry into the archive, as a new generation, and empties the journal;
     /// the instances it held have no journal entries left. Each instance's entries are appended
-    /// in chunks (``ArchiveChunk``) in key order, and its range of `log` gets a segment record in
+    /// in chunks (``DeltaChunk``) in key order, and its range of `log` gets a segment record in
     /// their place (see `LMDBStorage+Archive.swift`).
     func checkpoint(_ txn: borrowing WriteTransaction) throws {
         // Copied out before the archive is written: the journal's values are read where they lie.
@@ -213,19 +213,25 @@ extension LMDBStorage {
         let generation = try nextGeneration(txn)
         // Each instance's entries: its first and last sequence, the last one's commit time.
         var segments: [(instance: UInt64, first: UInt64, last: JournalCopy.Move)] = []
+        var chunk = DeltaChunk.Writer()
         try txn.withCursor(on: layout.archive) { archive in
             var next = 0
             while next < copy.moves.count {
                 let first = copy.moves[next]
-                let chunk = ArchiveChunk.extent(of: copy.moves[next...].lazy.prefix { $0.instance == first.instance }.map { $0.end - $0.start })
-                var key = ArchiveKey.bytes(generation: generation, instance: first.instance, sequence: first.sequence)
-                let space = try withUnsafeBytes(of: &key) { key throws(LMDBError) in
-                    try archive.reserve(chunk.bytes, forKeyBytes: key, append: true)
+                chunk.empty()
+                copy.records.withUnsafeBytes { records in
+                    func record(_ move: JournalCopy.Move) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: records[move.start..<move.end]) }
+                    for index in next..<copy.moves.count {
+                        let previous = index > next ? record(copy.moves[index - 1]) : UnsafeRawBufferPointer(start: nil, count: 0)
+                        guard copy.moves[index].instance == first.instance, chunk.add(record(copy.moves[index]), previous: previous) else { break }
+                    }
                 }
-                guard let space else { preconditionFailure("archive key \(generation), \(first.instance), \(first.sequence) is not after the archive's last") }
-                var offset = 0
-                for move in copy.moves[next..<next + chunk.entries] {
-                    offset = ArchiveChunk.write(copy.records[move.start..<move.end], at: offset, into: space)
+                var key = ArchiveKey.bytes(generation: generation, instance: first.instance, sequence: first.sequence)
+                try withUnsafeBytes(of: &key) { key throws(LMDBError) in
+                    guard let space = try archive.reserve(chunk.count, forKeyBytes: key, append: true) else {
+                        preconditionFailure("archive key \(generation), \(first.instance), \(first.sequence) is not after the archive's last")
+                    }
+                    chunk.withBytes { space.copyMemory(from: $0) }
                 }
                 next += chunk.entries
                 if segments.last?.instance == first.instance {

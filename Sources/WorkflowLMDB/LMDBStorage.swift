@@ -53,7 +53,7 @@ public final class LMDBStorage: StorageBackend {
     package let checkpoints: JournalCheckpoints
 
     /// The format this library writes (a newer one is refused, an older one migrated).
-    public static let formatVersion: UInt32 = 6
+    public static let formatVersion: UInt32 = 7
 
     /// The declared, ordered upgrades from older formats.
     static let migrations: [Migration] = [
@@ -89,6 +89,10 @@ public final class LMDBStorage: StorageBackend {
         Migration(name: "checkpoints archive chunks of entries", from: 5) { txn, layout in
             try countArchivedEntries(txn, layout)
         },
+        // Format 7 archives chunks of differences between consecutive entries, which a library
+        // that reads up to format 6 would take for entry records: it must refuse the
+        // store instead. Nothing stored changes (format 6's segment records keep their marker).
+        Migration(name: "checkpoints archive each entry as its difference from the one before", from: 6) { _, _ in },
     ]
 
     /// A declared, named upgrade of the store format, applied in order at open.

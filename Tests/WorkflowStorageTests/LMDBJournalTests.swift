@@ -591,12 +591,13 @@ struct LMDBJournalTests {
         } == 3)
     }
 
-    @Test("a checkpoint archives each instance's entries in chunks of consecutive entries (as many as fit in 2,000 bytes; a larger entry alone): reads that start, end or stop anywhere inside a chunk return each entry once and in order, deleting an instance removes its chunks, and a chunk whose lengths run past its end, or a segment that ends before it starts, is reported as a corrupted store (the instance can still be deleted)")
+    @Test("a checkpoint archives each instance's entries in chunks of consecutive entries, each after the first as its difference from the one before (as many as fit in 2,000 bytes; a larger entry alone): reads that start, end or stop anywhere inside a chunk return each entry once and in order, deleting an instance removes its chunks, and a chunk whose counts run past its end, or a segment that ends before it starts, is reported as a corrupted store (the instance can still be deleted)")
     func archiveChunks() throws {
         let dir = TemporaryDirectory("journal-chunks")
         let storage = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 40)
         let keys = try instances(4, in: storage)
-        // 307 or 308 bytes each, but entry 9 2,507: chunks 2...7, 8, 9, 10...11.
+        // 307 or 308 bytes each, but entry 9 2,507; each differs from the one before in a few
+        // bytes, entry 9 in its 2,200 last: chunks 2...8, 9, 10...11.
         func text(_ sequence: UInt64) -> String {
             sequence == 1 ? "entry 1" : "entry \(sequence)" + String(repeating: "x", count: sequence == 9 ? 2_500 : 300)
         }
@@ -610,7 +611,7 @@ struct LMDBJournalTests {
         try commit(2, 6)
         try commit(7, 11)
         #expect(try counts(storage) == (journal: 0, log: 4 * 11))
-        #expect(try archiveValues(storage) == 4 * 4)
+        #expect(try archiveValues(storage) == 4 * 3)
         let expected = { (from: UInt64, through: UInt64) in (from...through).map { "\($0):" + text($0) } }
         for key in keys {
             for from in UInt64(1)...12 {
@@ -630,12 +631,12 @@ struct LMDBJournalTests {
         }
         #expect(try storage.delete(id: "i0"))
         #expect(try storage.texts(keys[0]) == [])
-        #expect(try archiveValues(storage) == 3 * 4)
+        #expect(try archiveValues(storage) == 3 * 3)
         #expect(try storage.statistics().logEntries == 3 * 11)
         #expect(try storage.texts(keys[1]) == expected(1, 11))
-        // A chunk whose first length runs past its end.
+        // A chunk whose first entry's bytes run past its end.
         try storage.environment.write { txn in
-            try txn.put([0, 0, 0x10, 0, 1, 2, 3], forKey: ArchiveKey(generation: 1, instance: keys[1], sequence: 2), in: storage.layout.archive)
+            try txn.put([0x10, 0, 0x10, 0, 1, 2, 3], forKey: ArchiveKey(generation: 1, instance: keys[1], sequence: 2), in: storage.layout.archive)
         }
         let failure = #expect(throws: StorageFailure.self) { _ = try storage.texts(keys[1]) }
         #expect(failure?.kind == .corrupted, "\(String(describing: failure))")
@@ -643,7 +644,7 @@ struct LMDBJournalTests {
         // A segment record whose last sequence comes before its first.
         try storage.environment.write { txn in
             // Generation 1, last sequence 1.
-            let record: [UInt8] = [0xA6] + Array(repeating: 0, count: 7) + [1] + Array(repeating: 0, count: 7) + [1]
+            let record: [UInt8] = [0xA7] + Array(repeating: 0, count: 7) + [1] + Array(repeating: 0, count: 7) + [1]
             try txn.put(record, forKey: LogKey(instance: keys[2], sequence: 2), in: storage.layout.log)
         }
         let backwards = #expect(throws: StorageFailure.self) { _ = try storage.texts(keys[2]) }
@@ -652,8 +653,49 @@ struct LMDBJournalTests {
         // Deleting the damaged instance removes it all the same, its chunks too.
         #expect(try storage.delete(id: "i2"))
         #expect(try storage.texts(keys[2]) == [])
-        #expect(try archiveValues(storage) == 2 * 4)
+        #expect(try archiveValues(storage) == 2 * 3)
         #expect(try storage.texts(keys[3]) == expected(1, 11))
+    }
+
+    /// Rewrites the archive as checkpoints of an older format wrote it: format 5, a value per
+    /// entry (segment records marked 0xA5, no count of archived entries in `meta`); format 6, a
+    /// chunk of whole records, each after its length, per segment (marked 0xA6). The store is
+    /// then marked as of that format.
+    func rewriteArchive(_ storage: LMDBStorage, keys: [UInt64], asFormat format: UInt32) throws {
+        var records: [UInt64: [UInt64: [UInt8]]] = [:]
+        for key in keys {
+            try storage.readEntries(of: key, from: 1, through: .max) { sequence, bytes in
+                records[key, default: [:]][sequence] = Array(bytes)
+                return true
+            }
+        }
+        let layout = storage.layout
+        try storage.environment.write { txn in
+            var segments: [(LogKey, [UInt8])] = []
+            try txn.forEach(in: layout.log) { key, value in
+                if value.count == 17, value[0] == 0xA7 { segments.append((try LogKey(lmdbBytes: key), Array(value))) }
+                return true
+            }
+            #expect(!segments.isEmpty)
+            try txn.removeAll(in: layout.archive)
+            for (key, value) in segments {
+                let generation = value[1..<9].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+                let last = value[9..<17].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+                let entries = try (key.sequence...last).map { try #require(records[key.instance]?[$0]) }
+                if format == 5 {
+                    for (offset, entry) in entries.enumerated() {
+                        try txn.put(entry, forKey: ArchiveKey(generation: generation, instance: key.instance, sequence: key.sequence + UInt64(offset)),
+                                    in: layout.archive)
+                    }
+                } else {
+                    let chunk = entries.flatMap { entry in withUnsafeBytes(of: UInt32(entry.count).bigEndian, Array.init) + entry }
+                    try txn.put(chunk, forKey: ArchiveKey(generation: generation, instance: key.instance, sequence: key.sequence), in: layout.archive)
+                }
+                try txn.put([format == 5 ? 0xA5 : 0xA6] + value.dropFirst(), forKey: key, in: layout.log)
+            }
+            if format == 5 { _ = try txn.delete("archived", in: layout.meta) }
+            try markFormat(format, txn, in: layout)
+        }
     }
 
     @Test("a format 5 store (one archived entry per value) is migrated at open: its archived entries read back whole and are counted, and its next checkpoint archives chunks after them")
@@ -666,36 +708,7 @@ struct LMDBJournalTests {
             try commit(keys, 2, 9, in: storage)
             try commit(keys, 10, 17, in: storage)
             #expect(try counts(storage).journal == 0, "checkpointed")
-            // Turn the archive into what format 5 wrote: a value per entry, segment records marked
-            // 0xA5, no count of archived entries in `meta`.
-            let layout = storage.layout
-            try storage.environment.write { txn in
-                var values: [(ArchiveKey, [UInt8])] = []
-                try txn.forEach(in: layout.archive) { key, value in
-                    let chunk = try ArchiveKey(lmdbBytes: key)
-                    let bytes = Array(value)
-                    var offset = 0, sequence = chunk.sequence
-                    while offset < bytes.count {
-                        let length = bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
-                        values.append((ArchiveKey(generation: chunk.generation, instance: chunk.instance, sequence: sequence),
-                                       Array(bytes[offset + 4..<offset + 4 + length])))
-                        offset += 4 + length
-                        sequence += 1
-                    }
-                    return true
-                }
-                try txn.removeAll(in: layout.archive)
-                for (key, value) in values { try txn.put(value, forKey: key, in: layout.archive) }
-                var segments: [(LogKey, [UInt8])] = []
-                try txn.forEach(in: layout.log) { key, value in
-                    if value.count == 17, value[0] == 0xA6 { segments.append((try LogKey(lmdbBytes: key), [0xA5] + value.dropFirst())) }
-                    return true
-                }
-                #expect(segments.count == keys.count)
-                for (key, value) in segments { try txn.put(value, forKey: key, in: layout.log) }
-                _ = try txn.delete("archived", in: layout.meta)
-                try markFormat(5, txn, in: layout)
-            }
+            try rewriteArchive(storage, keys: keys, asFormat: 5)
         }
         let storage = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 64)
         #expect(try storage.statistics().formatVersion == LMDBStorage.formatVersion)
@@ -717,6 +730,40 @@ struct LMDBJournalTests {
         #expect(try storage.delete(id: "i0"))
         #expect(try counts(storage) == (journal: 0, log: 33 * 3))
         #expect(try archiveValues(storage) == 17 * 3)
+    }
+
+    @Test("a format 6 store (chunks of whole records) is migrated at open: its archived chunks read back whole, and its next checkpoint archives chunks of differences after them")
+    func migratesFormatSix() throws {
+        let dir = TemporaryDirectory("journal-migrate-6")
+        var keys: [UInt64] = []
+        do {
+            let storage = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 64)
+            keys = try instances(4, in: storage)
+            try commit(keys, 2, 9, in: storage)
+            try commit(keys, 10, 17, in: storage)
+            #expect(try counts(storage).journal == 0, "checkpointed")
+            try rewriteArchive(storage, keys: keys, asFormat: 6)
+        }
+        let storage = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 64)
+        #expect(try storage.statistics().formatVersion == LMDBStorage.formatVersion)
+        #expect(try counts(storage) == (journal: 0, log: 17 * keys.count))
+        #expect(try archiveValues(storage) == keys.count, "format 6's chunks, one per instance")
+        let texts = { (from: UInt64, through: UInt64) in (from...through).map { "\($0):entry \($0)" } }
+        for key in keys {
+            #expect(try storage.texts(key) == texts(1, 17))
+            #expect(try storage.texts(key, from: 5, through: 12) == texts(5, 12))
+        }
+        try commit(keys, 18, 25, in: storage)
+        try commit(keys, 26, 33, in: storage)
+        #expect(try archiveValues(storage) == 2 * keys.count, "then a chunk of differences per instance")
+        for key in keys {
+            #expect(try storage.texts(key) == texts(1, 33))
+            #expect(try storage.texts(key, from: 10, through: 30) == texts(10, 30))
+        }
+        #expect(try storage.statistics().logEntries == 33 * keys.count)
+        #expect(try storage.delete(id: "i0"))
+        #expect(try counts(storage) == (journal: 0, log: 33 * 3))
+        #expect(try archiveValues(storage) == 2 * 3)
     }
 
     @Test("the commit that fills the journal to seven eighths of its checkpoint has it read ahead on another thread: the checkpoint then copies only the entries appended since, and every instance reads back whole")
