@@ -23,6 +23,15 @@ extension LMDBStorage {
         threshold - threshold / 8
     }
 
+    /// Whether a commit that appended `appended` entries and left `held` in the journal, short of
+    /// its checkpoint at `threshold`, has it read ahead: at ``readAheadShare(of:)``, or when a
+    /// commit as large as this one would reach the checkpoint (commits of many entries each, as
+    /// fire and forget makes, would otherwise jump past the share to the checkpoint, which would
+    /// copy the whole journal in its transaction).
+    static func readsAhead(held: Int, appended: Int, threshold: Int) -> Bool {
+        held >= readAheadShare(of: threshold) || held + appended >= threshold
+    }
+
     public func commit(_ request: CommitRequest) throws(StorageFailure) -> [CommitOutcome] {
         try commit(request, pullingMore: { nil })
     }
@@ -124,7 +133,7 @@ extension LMDBStorage {
         var checkpointed = false
         if journal.appended > 0 {
             let held = try txn.count(of: layout.journal)
-            if held >= Self.readAheadShare(of: checkpoints.entries) {
+            if held + journal.appended >= Self.readAheadShare(of: checkpoints.entries) {
                 journalEntriesRead.add(try tails.update(in: txn, journal: layout.journal), ordering: .relaxed)
                 let threshold = checkpoints.threshold(instances: tails.instances)
                 if held >= threshold {
@@ -132,7 +141,7 @@ extension LMDBStorage {
                     states.forgetWritten()
                     checkpointed = true
                 } else {
-                    written.nearCheckpoint = held >= Self.readAheadShare(of: threshold)
+                    written.nearCheckpoint = Self.readsAhead(held: held, appended: journal.appended, threshold: threshold)
                 }
             }
         }

@@ -788,6 +788,26 @@ struct LMDBJournalTests {
         #expect(try storage.statistics().logEntries == 8 * 17)
     }
 
+    @Test("a commit of many entries that leaves the journal short of seven eighths of its checkpoint, but would take it past the checkpoint if the next were as large, has it read ahead too: the next commit's checkpoint copies only its own entries")
+    func journalReadAheadOfLargeCommits() throws {
+        let dir = TemporaryDirectory("journal-ahead-large")
+        let storage = try LMDBStorage.open(path: dir.path, configuration: EnvironmentConfiguration(), checkpointEntries: 64)
+        let keys = try instances(8, in: storage)
+        try commit(keys, 2, 5, in: storage)
+        #expect(try counts(storage).journal == 32)
+        storage.awaitReadingAhead()
+        try commit(keys, 6, 9, in: storage)
+        #expect(try counts(storage) == (journal: 0, log: 8 * 9))
+        #expect(storage.checkpointsReadAhead == 1)
+        for key in keys { #expect(try storage.texts(key) == (1...9).map { "\($0):entry \($0)" }) }
+        // A small commit after a small one is not read ahead of.
+        try commit(keys, 10, 10, in: storage)
+        storage.awaitReadingAhead()
+        try commit(keys, 11, 11, in: storage)
+        #expect(try counts(storage).journal == 16)
+        #expect(storage.checkpointsReadAhead == 1)
+    }
+
     @Test("a journal read ahead is not taken by the checkpoint when another write came between (a delete through this storage or another, another storage's commit): the checkpoint reads the journal itself, and a deleted instance's entries stay deleted")
     func journalReadAheadOvertaken() throws {
         let dir = TemporaryDirectory("journal-ahead-overtaken")
