@@ -89,9 +89,10 @@ public final class LMDBStorage: StorageBackend {
         Migration(name: "checkpoints archive chunks of entries", from: 5) { txn, layout in
             try countArchivedEntries(txn, layout)
         },
-        // Format 7 archives chunks of differences between consecutive entries, which a library
-        // that reads up to format 6 would take for entry records: it must refuse the
-        // store instead. Nothing stored changes (format 6's segment records keep their marker).
+        // Format 7 archives chunks of differences between consecutive entries under segment
+        // records of a new marker, which a library that reads up to format 6 would take for entry
+        // records: it must refuse the store instead. Nothing stored changes (format 6's segment
+        // records keep their marker).
         Migration(name: "checkpoints archive each entry as its difference from the one before", from: 6) { _, _ in },
     ]
 
