@@ -151,7 +151,9 @@ enum SignalsScenario {
         })
         results.append(try Measurement.measure(name, "posts-single-strict", metric: "posts_per_s", runs: runs,
                                                detail: "1 post per transaction, strict (2 fsyncs)") {
-            let strict = try SignalCenter.open(path: try temporaryStore("signals-strict"), processIdentity: "bench-strict")
+            let strictDir = try temporaryStore("signals-strict")
+            defer { try? FileManager.default.removeItem(atPath: strictDir) }
+            let strict = try SignalCenter.open(path: strictDir, processIdentity: "bench-strict")
             let count = max(20, Int(200 * scale))
             let elapsed = try seconds { for _ in 0..<count { try strict.post(signals[0], payload: [1], terminatesConsumersAfterDelivery: false) } }
             try strict.stop()
