@@ -25,9 +25,6 @@ enum DeltaChunk {
         /// How many entries it holds.
         private(set) var entries = 0
 
-        /// A copy of the chunk's bytes.
-        var bytes: [UInt8] { Array(storage[0..<count]) }
-
         /// Calls `body` with the chunk's bytes.
         func withBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
             try storage.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }

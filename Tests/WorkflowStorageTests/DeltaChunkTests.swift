@@ -22,7 +22,7 @@ struct DeltaChunkTests {
                 guard added else { break }
                 index += 1
             }
-            result.append((writer.bytes, first))
+            result.append((writer.withBytes { Array($0) }, first))
         }
         return result
     }
