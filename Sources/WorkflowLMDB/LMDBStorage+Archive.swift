@@ -101,13 +101,15 @@ extension LMDBStorage {
         try add(entries, to: Self.archivedCountKey, txn)
     }
 
-    private func count(_ key: String, _ txn: borrowing Transaction<some TransactionMode>) throws -> Int {
+    /// The count `meta` holds under `key` (0 when absent).
+    func count(_ key: String, _ txn: borrowing Transaction<some TransactionMode>) throws -> Int {
         try txn.value(forKey: key, in: layout.meta) { bytes in
             bytes.count == 8 ? Int(bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }) : 0
         } ?? 0
     }
 
-    private func add(_ change: Int, to key: String, _ txn: borrowing WriteTransaction) throws {
+    /// Adds `change` to the count `meta` holds under `key` (no lower than 0).
+    func add(_ change: Int, to key: String, _ txn: borrowing WriteTransaction) throws {
         guard change != 0 else { return }
         let count = UInt64(max(0, try count(key, txn) + change))
         try txn.put(Self.bigEndianBytes(count), forKey: key, in: layout.meta)

@@ -167,8 +167,16 @@ extension LMDBStorage {
                 }
                 knownIDs.withLock { $0[key] = nil }
                 // Only an instance whose record says it has journal entries has any there (the
-                // journal's invariants): the others' deletes do not read the journal.
-                let journaled = try txn.value(forKey: key, in: layout.state) { IndexRecord.decodeState($0)?.journaledFrom } ?? 1
+                // journal's invariants); they stay there for the next checkpoint to drop. Only a
+                // damaged record has the journal read to delete them.
+                let state = try txn.value(forKey: key, in: layout.state) { IndexRecord.decodeState($0) }
+                if let state {
+                    if state.journaledFrom > 0 {
+                        try leaveJournaled(instance: key, from: state.journaledFrom, lastSequence: state.lastSequence, txn)
+                    }
+                } else {
+                    try deleteJournaled(instance: key, txn)
+                }
                 try deleteLog(instance: key, txn)
                 try txn.withCursor(on: layout.snapshots) { cursor in
                     var entry = try cursor.seek(atLeast: LogKey(instance: key, sequence: 0))
@@ -177,7 +185,6 @@ extension LMDBStorage {
                         entry = try cursor.current()
                     }
                 }
-                if journaled > 0 { try deleteJournaled(instance: key, txn) }
                 try txn.delete(key, in: layout.state)
                 return try txn.delete(id, in: layout.instances)
             }

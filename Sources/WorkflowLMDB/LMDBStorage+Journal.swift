@@ -117,11 +117,17 @@ extension LMDBStorage {
         writing indexed: (instance: StoredInstance, journaledFrom: UInt64), _ txn: borrowing WriteTransaction
     ) throws -> (instance: StoredInstance, journaledFrom: UInt64) {
         guard indexed.journaledFrom > 0 else { return indexed }
+        return (indexed.instance.advanced(to: try journalTail(writing: indexed.instance.key, txn)), indexed.journaledFrom)
+    }
+
+    /// The instance's last journal entry in a write transaction, from this storage's
+    /// ``journalTails`` brought up to date in `txn`.
+    private func journalTail(writing instance: UInt64, _ txn: borrowing WriteTransaction) throws -> JournalTail? {
         var tails = journalTails.take(leaving: JournalTails())
         defer { journalTails.withLock { $0 = tails } }
         tails.begin()
         journalEntriesRead.add(try tails.update(in: txn, journal: layout.journal), ordering: .relaxed)
-        return (indexed.instance.advanced(to: tails[indexed.instance.key]), indexed.journaledFrom)
+        return tails[instance]
     }
 
     /// `indexed` (an instance and where its journal entries start) as the journal leaves it: the
@@ -177,7 +183,33 @@ extension LMDBStorage {
         }
     }
 
-    /// Deletes the instance's journal entries (the instance is being deleted).
+    /// The instance (being deleted, with journal entries from `journaledFrom` on and
+    /// `lastSequence` as its state record says) leaves its journal entries where they are, for the
+    /// next checkpoint to drop: they are counted in `meta` as left behind, so that the store's
+    /// count of entries leaves them out at once. Deleting them now would read the whole journal.
+    /// An instance's key is never handed out again (`nextInstanceKey`), so no later instance
+    /// takes them for its own.
+    func leaveJournaled(instance: UInt64, from journaledFrom: UInt64, lastSequence: UInt64, _ txn: borrowing WriteTransaction) throws {
+        let last = max(lastSequence, try journalTail(writing: instance, txn)?.sequence ?? 0)
+        guard last >= journaledFrom else { return }
+        try addToLeftBehindCount(Int(last - journaledFrom + 1), txn)
+    }
+
+    /// The key in `meta` of how many journal entries deleted instances left behind (eight bytes,
+    /// big-endian; none when absent).
+    static let leftBehindCountKey = "leftInJournal"
+
+    /// How many journal entries deleted instances left behind, for the next checkpoint to drop.
+    package func leftBehindCount(_ txn: borrowing Transaction<some TransactionMode>) throws -> Int {
+        try count(Self.leftBehindCountKey, txn)
+    }
+
+    func addToLeftBehindCount(_ change: Int, _ txn: borrowing WriteTransaction) throws {
+        try add(change, to: Self.leftBehindCountKey, txn)
+    }
+
+    /// Deletes the instance's journal entries, reading the whole journal: for an instance being
+    /// deleted whose record is damaged (so that its journal entries are not known).
     func deleteJournaled(instance: UInt64, _ txn: borrowing WriteTransaction) throws {
         var read = 0
         defer { journalEntriesRead.add(read, ordering: .relaxed) }
@@ -196,7 +228,8 @@ extension LMDBStorage {
     }
 
     /// Moves every journal entry into the archive, as a new generation, and empties the journal;
-    /// the instances it held have no journal entries left. Each instance's entries are appended
+    /// the instances it held have no journal entries left. Entries of deleted instances are
+    /// dropped. Each instance's entries are appended
     /// in chunks (``DeltaChunk``) in key order, and its range of `log` gets a segment record in
     /// their place (see `LMDBStorage+Archive.swift`).
     func checkpoint(_ txn: borrowing WriteTransaction) throws {
@@ -214,10 +247,16 @@ extension LMDBStorage {
         // Each instance's entries: its first and last sequence, the last one's commit time.
         var segments: [(instance: UInt64, first: UInt64, last: JournalCopy.Move)] = []
         var chunk = DeltaChunk.Writer()
+        var archived = 0
         try txn.withCursor(on: layout.archive) { archive in
             var next = 0
             while next < copy.moves.count {
                 let first = copy.moves[next]
+                // A deleted instance's entries (it has no state record) are dropped.
+                if first.instance != segments.last?.instance, try !txn.contains(first.instance, in: layout.state) {
+                    while next < copy.moves.count, copy.moves[next].instance == first.instance { next += 1 }
+                    continue
+                }
                 chunk.empty()
                 copy.records.withUnsafeBytes { records in
                     func record(_ move: JournalCopy.Move) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: records[move.start..<move.end]) }
@@ -234,6 +273,7 @@ extension LMDBStorage {
                     chunk.withBytes { space.copyMemory(from: $0) }
                 }
                 next += chunk.entries
+                archived += chunk.entries
                 if segments.last?.instance == first.instance {
                     segments[segments.count - 1].last = copy.moves[next - 1]
                 } else {
@@ -245,8 +285,9 @@ extension LMDBStorage {
             try txn.put(Self.segmentRecord(generation: generation, last: segment.last.sequence),
                         forKey: LogKey(instance: segment.instance, sequence: segment.first), in: layout.log)
         }
-        try addToArchiveCounts(segments: segments.count, entries: copy.moves.count, txn)
+        try addToArchiveCounts(segments: segments.count, entries: archived, txn)
         try txn.removeAll(in: layout.journal)
+        if try leftBehindCount(txn) > 0 { try txn.delete(Self.leftBehindCountKey, in: layout.meta) }
         // Each instance's record now says what its last journal entry said.
         for segment in segments {
             guard var state = try txn.value(forKey: segment.instance, in: layout.state, { IndexRecord.decodeState($0) }) else { continue }

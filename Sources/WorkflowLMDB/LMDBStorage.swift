@@ -53,7 +53,7 @@ public final class LMDBStorage: StorageBackend {
     package let checkpoints: JournalCheckpoints
 
     /// The format this library writes (a newer one is refused, an older one migrated).
-    public static let formatVersion: UInt32 = 7
+    public static let formatVersion: UInt32 = 8
 
     /// The declared, ordered upgrades from older formats.
     static let migrations: [Migration] = [
@@ -94,6 +94,11 @@ public final class LMDBStorage: StorageBackend {
         // records: it must refuse the store instead. Nothing stored changes (format 6's segment
         // records keep their marker).
         Migration(name: "checkpoints archive each entry as its difference from the one before", from: 6) { _, _ in },
+        // Format 8 leaves a deleted instance's journal entries for the next checkpoint to drop
+        // and counts them in `meta`; a library that reads up to format 7 would archive them
+        // under the deleted instance and count them among the store's entries: it must refuse
+        // the store instead. Nothing stored changes.
+        Migration(name: "deleted instances leave their journal entries to the next checkpoint", from: 7) { _, _ in },
     ]
 
     /// A declared, named upgrade of the store format, applied in order at open.
@@ -229,7 +234,8 @@ public final class LMDBStorage: StorageBackend {
             return try environment.read { txn in
                 StorageStatistics(
                     backend: name, formatVersion: Self.formatVersion, instances: try txn.count(of: layout.instances),
-                    logEntries: try txn.count(of: layout.log) - segmentCount(txn) + archivedEntryCount(txn) + txn.count(of: layout.journal),
+                    logEntries: try txn.count(of: layout.log) - segmentCount(txn) + archivedEntryCount(txn) + txn.count(of: layout.journal)
+                        - leftBehindCount(txn),
                     snapshots: try txn.count(of: layout.snapshots),
                     capacityBytes: info.mapSize, usedBytes: info.usedBytes, readersInUse: info.readersInUse,
                     maxReaders: info.maxReaders, lastTransactionID: info.lastTransactionID)

@@ -194,7 +194,7 @@ struct LMDBJournalTests {
         #expect(try storage.instance(id: "i0")?.lastSequence == 5)
     }
 
-    @Test("deleting an instance without journal entries leaves the journal unread; deleting one with some removes them")
+    @Test("deleting an instance without journal entries leaves the journal unread; deleting one with some leaves them to the next checkpoint, counted as left behind")
     func deletesReadTheJournalOnlyForTheirOwn() throws {
         let dir = TemporaryDirectory("journal-deletes")
         let storage = try LMDBStorage.open(path: dir.path)
@@ -207,10 +207,12 @@ struct LMDBJournalTests {
         #expect(storage.journalEntriesRead.load(ordering: .relaxed) == before, "deletes of instances with no journal entries read the journal")
         #expect(try storage.instance(id: "q3") == nil)
         #expect(try counts(storage).journal == 100 * keys.count)
-        // An instance with entries there: they go with it, and the others' stay.
+        // An instance with entries there: they stay until the next checkpoint, left out of the store's count.
         try storage.release(id: "i1", claim: Records.hostA)
         #expect(try storage.delete(id: "i1"))
-        #expect(try counts(storage).journal == 100 * (keys.count - 1))
+        #expect(try counts(storage).journal == 100 * keys.count)
+        #expect(try storage.environment.read { txn in try storage.leftBehindCount(txn) } == 100)
+        #expect(try storage.statistics().logEntries == 101 * (keys.count - 1))
         #expect(try storage.texts(keys[2]).count == 101)
     }
 
@@ -521,12 +523,63 @@ struct LMDBJournalTests {
         }
     }
 
-    @Test("deleting an instance removes its journal entries and no other's")
+    @Test("deleting instances whose entries lie in the journal reads none of it: their entries are gone from reads and counts at once, the next checkpoint archives only the others', and an id deleted and created again starts a log of its own")
+    func deletesLeaveTheJournalUnread() throws {
+        let dir = TemporaryDirectory("journal-deletes-unread")
+        let storage = try LMDBStorage.open(
+            path: dir.path, configuration: EnvironmentConfiguration(), checkpoints: JournalCheckpoints(entries: 3_000, entriesPerInstance: 1, most: 3_000))
+        let keys = try instances(200, in: storage)
+        try commit(keys, 2, 2, in: storage)
+        // A few busy instances push the others' entries back: 2,200 entries in the journal.
+        let busy = Array(keys.prefix(LMDBStorage.journalFanIn))
+        for sequence in UInt64(3)...502 { try commit(busy, sequence, sequence, in: storage) }
+        #expect(try counts(storage).journal == keys.count + 500 * busy.count)
+        let deleted = Array(keys[100...])
+        let before = storage.journalEntriesRead.load(ordering: .relaxed)
+        for index in 100..<200 { #expect(try storage.delete(id: "i\(index)")) }
+        let read = storage.journalEntriesRead.load(ordering: .relaxed) - before
+        #expect(read == 0, "100 deletes read \(read) journal entries")
+        let remaining = 96 * 2 + busy.count * 502
+        #expect(try storage.statistics().logEntries == remaining)
+        #expect(try storage.instance(id: "i150") == nil)
+        #expect(try storage.texts(deleted[50]) == [])
+        // The same id again: a new key, and only its own entries.
+        let again = try #require(try storage.create(Records.new("i150", claim: Records.hostA)))
+        #expect(!deleted.contains(again.key))
+        #expect(try storage.texts(again.key) == ["1:entry 1"])
+        // Commits until a checkpoint empties the journal: it archives the living instances' entries only.
+        var last: UInt64 = 502
+        while try counts(storage).journal > 0 {
+            last += 1
+            try commit(busy, last, last, in: storage)
+        }
+        let archivedKeys = try storage.environment.read { txn in
+            var found = Set<UInt64>()
+            try txn.forEach(in: storage.layout.archive) { key, _ in
+                found.insert(try ArchiveKey(lmdbBytes: key).instance)
+                return true
+            }
+            return found
+        }
+        #expect(archivedKeys.isDisjoint(with: deleted))
+        #expect(archivedKeys.isSuperset(of: keys.prefix(100)))
+        let archived = try storage.environment.read { txn in try storage.archivedEntryCount(txn) }
+        // Each instance's first entry is in `log` (created there), the later ones were journaled.
+        #expect(archived == 96 + busy.count * Int(last - 1))
+        #expect(try storage.statistics().logEntries == archived + 101)
+        #expect(try storage.texts(keys[0]).count == Int(last))
+        #expect(try storage.texts(keys[99]) == ["1:entry 1", "2:entry 2"])
+        #expect(try storage.texts(again.key) == ["1:entry 1"])
+        #expect(storage.checkStructure(progress: { _ in }).isEmpty)
+    }
+
+    @Test("deleting an instance whose state record is damaged (so that its journal entries are not known) removes its journal entries and no other's")
     func deleteJournaled() throws {
         let dir = TemporaryDirectory("journal-delete")
         let storage = try LMDBStorage.open(path: dir.path)
         let keys = try instances(LMDBStorage.journalFanIn, in: storage)
         try commit(keys, 2, 5, in: storage)
+        try storage.environment.write { txn in try txn.put([0xFF, 0x00], forKey: keys[1], in: storage.layout.state) }
         #expect(try storage.delete(id: "i1"))
         #expect(try counts(storage).journal == 4 * (keys.count - 1))
         #expect(try storage.texts(keys[1]) == [])
