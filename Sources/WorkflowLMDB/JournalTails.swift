@@ -92,8 +92,8 @@ struct JournalTails {
 
     /// Whether the journal `txn` sees still holds `entry` where it lay: then no checkpoint emptied
     /// the journal since (each instance's sequence goes in the journal once, so the same instance
-    /// and sequence there is the same entry), and only deletes removed entries from it, each
-    /// those of an instance that is gone.
+    /// and sequence there is the same entry), and only a delete of an instance whose record was
+    /// damaged removed entries from it, those of an instance that is gone.
     static func holds(
         _ entry: (position: UInt64, instance: UInt64, sequence: UInt64), in txn: borrowing Transaction<some TransactionMode>,
         journal: Database<UInt64, [UInt8]>

@@ -228,10 +228,9 @@ extension LMDBStorage {
     }
 
     /// Moves every journal entry into the archive, as a new generation, and empties the journal;
-    /// the instances it held have no journal entries left. Entries of deleted instances are
-    /// dropped. Each instance's entries are appended
-    /// in chunks (``DeltaChunk``) in key order, and its range of `log` gets a segment record in
-    /// their place (see `LMDBStorage+Archive.swift`).
+    /// the instances it held have no journal entries left, and those of deleted instances are
+    /// dropped. Each instance's entries are appended in chunks (``DeltaChunk``) in key order, and
+    /// its range of `log` gets a segment record in their place (see `LMDBStorage+Archive.swift`).
     func checkpoint(_ txn: borrowing WriteTransaction) throws {
         // Copied out before the archive is written: the journal's values are read where they lie.
         // A copy read ahead holds the journal up to its `through`: only later entries are added.
