@@ -49,7 +49,10 @@ private struct Abandoning: Workflow, Codable, Sendable {
     }
 }
 
-@Suite("The lifetime of a workflow's signal wait")
+/// Serialized: each test waits with `eventually`, which blocks its thread; run side by side on a
+/// two-core machine, the two tests held both threads of Swift's cooperative pool, and the hosts'
+/// tasks that register the waits' consumers never ran.
+@Suite("The lifetime of a workflow's signal wait", .serialized)
 struct WaitLifetimeTests {
     @Test("a durable wait keeps its consumer across a host stop and removes it when the workflow stops waiting")
     func durableWait() throws {
