@@ -47,6 +47,10 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
         /// A signal version was handed to the instance a second time: the store refused the
         /// commit that would have applied it again (nothing of it was written; rule S7).
         case signalDeliveredTwice
+        /// The instance's latest snapshot does not fit this build (a state that does not decode,
+        /// or children render no longer declares), and its log cannot replace it (an entry before
+        /// the snapshot is damaged or missing). The snapshot is never taken for the initial state.
+        case snapshotUndecodable
     }
 
     /// What went wrong.
@@ -114,5 +118,24 @@ extension DurableError.Kind {
     /// Lets `catch DurableError.Kind.corruptEntry` match an error of that kind.
     public static func ~= (pattern: DurableError.Kind, value: any Error) -> Bool {
         (value as? DurableError)?.kind == pattern
+    }
+}
+
+extension DurableError {
+    /// This error of a replay of the whole log that ran because the snapshot at
+    /// `mismatch.sequence` did not fit the build: ``Kind/snapshotUndecodable`` when the log
+    /// cannot replace the snapshot (an entry at or before it is corrupt), else this error saying
+    /// what became of the snapshot too.
+    func replacingSnapshot(_ mismatch: SnapshotMismatch) -> DurableError {
+        if kind == .corruptEntry, let sequence, sequence <= mismatch.sequence {
+            return DurableError(
+                .snapshotUndecodable, store: store, instance: instance, sequence: mismatch.sequence, nodePath: mismatch.nodePath,
+                detail: "\(mismatch), and the log cannot replace it: \(detail) (entry \(sequence))",
+                recovery: "Resume it with the build that wrote the snapshot (its code decodes it), or restore the store from a copy",
+                storageFailure: storageFailure)
+        }
+        return DurableError(
+            kind, store: store, instance: instance, sequence: self.sequence, actionTag: actionTag, nodePath: nodePath,
+            detail: detail + "; replayed from the first entry because \(mismatch)", recovery: recovery, storageFailure: storageFailure)
     }
 }

@@ -99,7 +99,7 @@ final class InstanceJournal: RuntimeJournal {
         let rootProps = try StateCoding.encode(props, codec: configuration.codec, what: "root props", store: store.path, instance: instanceID)
         currentSequence += 1
         pending.append(
-            payload: rootProps, tag: LogEntry.propsTag, version: 1, at: WorkflowStore.rootPath(of: type(of: props)),
+            payload: rootProps, tag: LogEntry.propsTag, version: 1, at: WorkflowStore.rootPath(ofProps: props),
             sequence: currentSequence, origin: .props, time: time)
     }
 

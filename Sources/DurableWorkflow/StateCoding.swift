@@ -110,10 +110,16 @@ struct Snapshot: Sendable {
     }
 }
 
-/// Hands a snapshot's states to the nodes a resume creates.
+/// Hands a snapshot's states to the nodes a resume creates, and notes what did not fit: a
+/// recorded state that does not decode as its node's state type, or one no node took (render now
+/// declares other children). Used only during the resume's first render pass, on its thread.
 final class SnapshotRestorer: StateRestorer {
     let snapshot: Snapshot
     let codec: any PayloadCodec
+    /// The paths whose recorded state a node took.
+    private var restored: Set<NodePath> = []
+    /// The first recorded state that did not decode.
+    private var undecodable: SnapshotMismatch.Cause?
 
     init(snapshot: Snapshot, codec: any PayloadCodec) {
         self.snapshot = snapshot
@@ -121,10 +127,65 @@ final class SnapshotRestorer: StateRestorer {
     }
 
     func restoredState<State>(at path: NodePath, as type: State.Type) -> State? {
-        snapshot.states[path].flatMap { StateCoding.decode(type, from: $0, codec: codec) }
+        guard let bytes = snapshot.states[path] else { return nil }
+        guard let decodable = type as? any Decodable.Type else {
+            if undecodable == nil { undecodable = .undecodable(path: path, type: "\(type)", error: "\(type) is not Decodable") }
+            return nil
+        }
+        func open<D: Decodable>(_ concrete: D.Type) throws -> Any { try codec.decode(concrete, from: bytes) }
+        do {
+            let state = try open(decodable) as? State
+            restored.insert(path)
+            return state
+        } catch {
+            if undecodable == nil { undecodable = .undecodable(path: path, type: String(reflecting: type), error: ReplayExplanation.decoding(error)) }
+            return nil
+        }
     }
 
     func restoredWorkerStart(at path: NodePath, key: String) -> UInt64? {
         snapshot.workerStarts[Snapshot.workerKey(path, key)]
+    }
+
+    /// Why the tree built from the snapshot is not the tree it recorded, or `nil` when it is.
+    /// Asked once the first render pass is over.
+    func mismatch() -> SnapshotMismatch? {
+        if let undecodable { return SnapshotMismatch(sequence: snapshot.sequence, cause: undecodable) }
+        let unclaimed = snapshot.states.keys.filter { !restored.contains($0) }
+        guard !unclaimed.isEmpty else { return nil }
+        return SnapshotMismatch(sequence: snapshot.sequence, cause: .unclaimed(unclaimed.sorted { $0.description < $1.description }))
+    }
+}
+
+/// A snapshot the running build cannot rebuild its tree from (rule D11): the engine never takes
+/// it for the initial state, and replays the whole log instead.
+struct SnapshotMismatch: Error, CustomStringConvertible {
+    /// The snapshot's sequence.
+    let sequence: UInt64
+    let cause: Cause
+
+    enum Cause {
+        /// The state recorded for the node at `path` does not decode as `type`.
+        case undecodable(path: NodePath, type: String, error: String)
+        /// No node of this build's first render pass took the states recorded at these paths.
+        case unclaimed([NodePath])
+    }
+
+    /// The node the cause concerns (the first, for unclaimed states).
+    var nodePath: String? {
+        switch cause {
+        case .undecodable(let path, _, _): path.description
+        case .unclaimed(let paths): paths.first?.description
+        }
+    }
+
+    var description: String {
+        switch cause {
+        case .undecodable(let path, let type, let error):
+            "the snapshot at \(sequence) holds a state for \(path) that does not decode as \(type): \(error)"
+        case .unclaimed(let paths):
+            "the snapshot at \(sequence) holds states for \(paths.map(\.description).joined(separator: ", ")), which this build's render "
+                + "no longer declares"
+        }
     }
 }

@@ -77,6 +77,24 @@ public struct VerificationReport: Sendable {
     public let snapshotReplayDigest: UInt64?
     /// The first problem: a divergence, an undecodable or corrupt entry, or snapshot ≠ full replay.
     public let problem: DurableError?
+    /// Why the latest snapshot does not fit this build (a state that does not decode as this
+    /// build's type, or children its render no longer declares), when it does not: resumes and
+    /// time travel replay the whole log instead, so it is no inconsistency, but worth a new
+    /// snapshot (`WorkflowStore.snapshot(id:as:configuration:)`).
+    public let unusableSnapshot: String?
+
+    package init(
+        instance: String, entries: UInt64, snapshotSequence: UInt64, fullReplayDigest: UInt64?, snapshotReplayDigest: UInt64?,
+        problem: DurableError?, unusableSnapshot: String? = nil
+    ) {
+        self.instance = instance
+        self.entries = entries
+        self.snapshotSequence = snapshotSequence
+        self.fullReplayDigest = fullReplayDigest
+        self.snapshotReplayDigest = snapshotReplayDigest
+        self.problem = problem
+        self.unusableSnapshot = unusableSnapshot
+    }
 
     /// Whether replay agrees with the log and snapshots.
     public var isConsistent: Bool { problem == nil }
@@ -108,11 +126,22 @@ extension WorkflowStore {
             return VerificationReport(instance: id, entries: record.lastSequence, snapshotSequence: 0,
                                       fullReplayDigest: full.digest, snapshotReplayDigest: nil, problem: nil)
         }
-        let fromSnapshot = try rebuild(id: id, as: type, through: nil, useSnapshot: true, configuration: configuration)
+        let fromSnapshot: StateTree
+        do {
+            fromSnapshot = try rebuildOnce(id: id, as: type, through: nil, useSnapshot: true, configuration: configuration)
+        } catch let mismatch as SnapshotMismatch {
+            // Not a divergence: a resume replays the whole log, which is consistent.
+            return VerificationReport(instance: id, entries: record.lastSequence, snapshotSequence: record.lastSnapshot,
+                                      fullReplayDigest: full.digest, snapshotReplayDigest: nil, problem: nil,
+                                      unusableSnapshot: "\(mismatch): a resume replays the whole log")
+        }
         let problem = fromSnapshot.digest == full.digest ? nil : DurableError(
             .nonDeterministic, store: path, instance: id, sequence: record.lastSequence,
             detail: "replay from snapshot \(record.lastSnapshot) gives digest \(hex(fromSnapshot.digest)), full replay gives \(hex(full.digest))",
-            recovery: "The snapshot does not match the log: delete snapshots to fall back to full replay")
+            recovery: "This build computes another state from the whole log than the one the snapshot recorded: the code changed "
+                + "what entries before the snapshot do. A resume starts from the snapshot (the state the writing build computed); "
+                + "a replay from the first entry (an import of an export, time travel before the snapshot) gives this build's. "
+                + "Keep the old behaviour for the instances that logged those entries")
         return VerificationReport(instance: id, entries: record.lastSequence, snapshotSequence: record.lastSnapshot,
                                   fullReplayDigest: full.digest, snapshotReplayDigest: fromSnapshot.digest, problem: problem)
     }
@@ -123,7 +152,20 @@ extension WorkflowStore {
     public func snapshot<W: DurableWorkflow>(
         id: String, as type: W.Type, configuration: DurableConfiguration = DurableConfiguration()
     ) throws -> UInt64 where W.Rendering: Sendable, W.Output: Sendable {
-        let plan = try replayPlan(id: id, as: type, through: nil, useSnapshot: true, configuration: configuration)
+        let snapshot = try withSnapshotFallback(id: id, useSnapshot: true, logger: configuration.logger) { useSnapshot in
+            try captureSnapshot(id: id, as: type, useSnapshot: useSnapshot, configuration: configuration)
+        }
+        try storageCall(instance: id) { () throws(StorageFailure) in
+            try backend.putSnapshot(id: id, sequence: snapshot.sequence, bytes: snapshot.encoded())
+        }
+        return snapshot.sequence
+    }
+
+    /// A snapshot of instance `id` at its last entry, rebuilt by replay.
+    private func captureSnapshot<W: DurableWorkflow>(
+        id: String, as type: W.Type, useSnapshot: Bool, configuration: DurableConfiguration
+    ) throws -> Snapshot where W.Rendering: Sendable, W.Output: Sendable {
+        let plan = try replayPlan(id: id, as: type, through: nil, useSnapshot: useSnapshot, configuration: configuration)
         let configuration = plan.configuration
         var captured: Result<Snapshot, any Error>?
         try WorkflowHost<W>.inspect(
@@ -137,11 +179,7 @@ extension WorkflowStore {
                                                 store: self.path, instance: id)
                 }
             })
-        let snapshot = try captured!.get()
-        try storageCall(instance: id) { () throws(StorageFailure) in
-            try backend.putSnapshot(id: id, sequence: snapshot.sequence, bytes: snapshot.encoded())
-        }
-        return snapshot.sequence
+        return try captured!.get()
     }
 
     /// The state tree of `id` after entry `through`, replayed without checking recorded digests.
@@ -153,7 +191,20 @@ extension WorkflowStore {
         return try rebuild(id: id, as: type, through: through, useSnapshot: true, configuration: unchecked)
     }
 
+    /// The state tree of `id` after entry `through` (default: the last), replayed from the
+    /// latest snapshot at or before it when `useSnapshot` and the snapshot fits this build, else
+    /// from the first entry.
     private func rebuild<W: DurableWorkflow>(
+        id: String, as type: W.Type, through: UInt64?, useSnapshot: Bool, configuration: DurableConfiguration
+    ) throws -> StateTree where W.Rendering: Sendable, W.Output: Sendable {
+        try withSnapshotFallback(id: id, useSnapshot: useSnapshot, logger: configuration.logger) { useSnapshot in
+            try rebuildOnce(id: id, as: type, through: through, useSnapshot: useSnapshot, configuration: configuration)
+        }
+    }
+
+    /// ``rebuild(id:as:through:useSnapshot:configuration:)`` without the fallback: a snapshot
+    /// that does not fit throws ``SnapshotMismatch``.
+    private func rebuildOnce<W: DurableWorkflow>(
         id: String, as type: W.Type, through: UInt64?, useSnapshot: Bool, configuration: DurableConfiguration
     ) throws -> StateTree where W.Rendering: Sendable, W.Output: Sendable {
         let plan = try replayPlan(id: id, as: type, through: through, useSnapshot: useSnapshot, configuration: configuration)

@@ -13,7 +13,7 @@ extension WorkflowStore {
         let now = configuration.host.clock.now()
         let record = try create(id: id, type: W.self, entries: [try propsEntry(workflow, id: id, time: now, configuration: configuration)],
                                 time: now, configuration: configuration)
-        configuration.logger.debug("started an instance", metadata: ["instance": "\(id)", "workflow": "\(String(reflecting: W.self))"])
+        configuration.logger.debug("started an instance", metadata: ["instance": "\(id)", "workflow": "\(W.workflowName)"])
         let journal = InstanceJournal(store: self, instanceID: id, record: record, configuration: configuration)
         return try WorkflowHost(workflow: workflow, configuration: configuration.hostConfiguration, journal: journal, initialSequence: 1)
     }
@@ -41,10 +41,25 @@ extension WorkflowStore {
             if plan.record.status == .cancelled { throw cancelled(id) }
             throw error
         }
+        var claim: StoredInstance? = claimed
+        return try withSnapshotFallback(id: id, useSnapshot: true, logger: configuration.logger) { useSnapshot in
+            // A failed host released the first claim: the replay of the whole log claims again.
+            let claimed = try claim ?? claimOwnership(of: id, logger: configuration.logger)
+            claim = nil
+            return try resume(claimed: claimed, as: type, useSnapshot: useSnapshot, configuration: configuration)
+        }
+    }
+
+    /// Resumes the instance `claimed` (held by this process's new claim), from its latest
+    /// snapshot when `useSnapshot`. The claim is released when this throws.
+    private func resume<W: DurableWorkflow>(
+        claimed: StoredInstance, as type: W.Type, useSnapshot: Bool, configuration: DurableConfiguration
+    ) throws -> WorkflowHost<W> where W.Rendering: Sendable, W.Output: Sendable {
+        let id = claimed.id
         let plan: ReplayPlan<W>
         do {
-            let tail = try? backend.readTail(of: claimed.key, through: claimed.lastSequence, limit: Int(Self.replayChunk))
-            plan = try replayPlan(record: claimed, id: id, as: type, through: nil, useSnapshot: true, configuration: configuration, tail: tail)
+            let tail = useSnapshot ? try? backend.readTail(of: claimed.key, through: claimed.lastSequence, limit: Int(Self.replayChunk)) : nil
+            plan = try replayPlan(record: claimed, id: id, as: type, through: nil, useSnapshot: useSnapshot, configuration: configuration, tail: tail)
             if claimed.status == .cancelled { throw cancelled(id) }
         } catch {
             releaseOwnership(of: id, owner: claimed.claim)
@@ -86,7 +101,7 @@ extension WorkflowStore {
     private static func replaySpan<W>(_ tracer: any Tracer, id: String, type: W.Type, plan: ReplayPlan<W>) -> any Span {
         let span = tracer.startSpan("workflow.replay", ofKind: .internal)
         span.attributes["workflow.instance"] = id
-        span.attributes["workflow.type"] = String(reflecting: W.self)
+        span.attributes["workflow.type"] = W.workflowName
         span.attributes["workflow.replay.from"] = Int(plan.baseSequence)
         span.attributes["workflow.replay.to"] = Int(plan.target)
         return span
@@ -101,7 +116,7 @@ extension WorkflowStore {
 
     /// Creates instance `id` of root type `W` with `entries` (from sequence 1) in one commit,
     /// claimed by a new host of this process; observers hear of it as of any commit.
-    func create<W>(id: String, type: W.Type, entries: [LogEntry], time: WallTime, configuration: DurableConfiguration) throws -> StoredInstance {
+    func create<W: Workflow>(id: String, type: W.Type, entries: [LogEntry], time: WallTime, configuration: DurableConfiguration) throws -> StoredInstance {
         var records = LogRecords(firstSequence: 1)
         for entry in entries { records.append(entry.encoded()) }
         let started = ContinuousClock.now
@@ -110,7 +125,7 @@ extension WorkflowStore {
         do {
             created = try storageCall(instance: id) { () throws(StorageFailure) in
                 try backend.create(NewInstance(
-                    id: id, workflowType: String(reflecting: W.self), codec: configuration.codec.name, status: .running,
+                    id: id, workflowType: W.workflowName, codec: configuration.codec.name, status: .running,
                     created: time.nanosecondsSinceEpoch, claim: claim, entries: records))
             }
         } catch {

@@ -30,7 +30,7 @@ extension WorkflowStore {
         ]
         let record = try create(id: id, type: W.self, entries: entries, time: now, configuration: configuration)
         configuration.logger.debug("started an instance with its first action", metadata: [
-            "instance": "\(id)", "workflow": "\(String(reflecting: W.self))", "action": "\(A.tag)",
+            "instance": "\(id)", "workflow": "\(W.workflowName)", "action": "\(A.tag)",
         ])
         let journal = InstanceJournal(store: self, instanceID: id, record: record, configuration: configuration)
         return try WorkflowHost(
@@ -82,7 +82,7 @@ extension WorkflowStore {
     public func resumeAll<W: DurableWorkflow>(
         _ type: W.Type, configuration: DurableConfiguration = DurableConfiguration()
     ) throws -> [ResumeResult<W>] where W.Rendering: Sendable, W.Output: Sendable {
-        let typeName = String(reflecting: W.self)
+        let typeName = W.workflowName
         let ids = try storageCall(instance: nil) { () throws(StorageFailure) in try backend.instances() }
             .filter { $0.status == .running && $0.workflowType == typeName }
             .map(\.id).sorted()
@@ -123,11 +123,11 @@ extension WorkflowStore {
                 try? setStatus(.failed, id: id)
                 metrics.instancesFailed.increment()
                 configuration.logger.error("an instance cannot be replayed and is marked failed", metadata: [
-                    "instance": "\(id)", "workflow": "\(String(reflecting: W.self))", "error": "\(error)",
+                    "instance": "\(id)", "workflow": "\(W.workflowName)", "error": "\(error)",
                 ])
             } else {
                 configuration.logger.warning("an instance could not be resumed", metadata: [
-                    "instance": "\(id)", "workflow": "\(String(reflecting: W.self))", "error": "\(error)",
+                    "instance": "\(id)", "workflow": "\(W.workflowName)", "error": "\(error)",
                 ])
             }
             return ResumeResult(id: id, outcome: .failure(error))
@@ -212,7 +212,8 @@ extension DurableError.Kind {
     /// the instance being busy elsewhere or the store failing).
     var meansTheLogCannotBeReplayed: Bool {
         switch self {
-        case .unknownActionType, .undecodablePayload, .corruptEntry, .nonDeterministic, .replayMismatch, .notCodable, .payloadMismatch:
+        case .unknownActionType, .undecodablePayload, .corruptEntry, .nonDeterministic, .replayMismatch, .notCodable, .payloadMismatch,
+             .snapshotUndecodable:
             true
         default:
             false

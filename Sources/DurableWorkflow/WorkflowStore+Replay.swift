@@ -1,3 +1,4 @@
+import Logging
 import Workflow
 import WorkflowStorage
 
@@ -38,9 +39,9 @@ extension WorkflowStore {
         record: StoredInstance, id: String, as type: W.Type, through: UInt64?, useSnapshot: Bool,
         configuration: DurableConfiguration, tail: LogTail? = nil
     ) throws -> ReplayPlan<W> {
-        guard record.workflowType == String(reflecting: W.self) else {
+        guard record.workflowType == W.workflowName else {
             throw DurableError(.wrongWorkflowType, store: path, instance: id,
-                               detail: "the instance runs \(record.workflowType), not \(String(reflecting: W.self))",
+                               detail: "the instance runs \(record.workflowType), not \(W.workflowName)",
                                recovery: "Resume it as \(record.workflowType)")
         }
         let configuration = try configuration.resolvingCodec(for: record, store: path, instance: id)
@@ -79,7 +80,7 @@ extension WorkflowStore {
         }
         guard let root = StateCoding.decode(W.self, from: props, codec: configuration.codec) else {
             throw DurableError(.undecodablePayload, store: path, instance: id, sequence: snapshot?.sequence ?? 1,
-                               actionTag: LogEntry.propsTag, detail: "the root props do not decode as \(String(reflecting: W.self))",
+                               actionTag: LogEntry.propsTag, detail: "the root props do not decode as \(W.workflowName)",
                                recovery: "Decode with the codec and workflow type the instance was started with")
         }
         return ReplayPlan(
@@ -105,9 +106,33 @@ extension WorkflowStore {
         return found
     }
 
+    /// `body` with a plan that starts from the latest snapshot when `useSnapshot`; when that
+    /// snapshot does not fit this build (``SnapshotMismatch``), `body` again with a plan of the
+    /// whole log (rule D11), and an error of that replay says what became of the snapshot.
+    func withSnapshotFallback<R>(
+        id: String, useSnapshot: Bool, logger: Logger, _ body: (_ useSnapshot: Bool) throws -> R
+    ) throws -> R {
+        guard useSnapshot else { return try body(false) }
+        do {
+            return try body(true)
+        } catch let mismatch as SnapshotMismatch {
+            logger.warning("a snapshot does not fit this build: the instance is replayed from its first entry", metadata: [
+                "instance": "\(id)", "snapshot": "\(mismatch.sequence)", "cause": "\(mismatch)",
+            ])
+            do {
+                return try body(false)
+            } catch let error as DurableError {
+                throw error.replacingSnapshot(mismatch)
+            }
+        }
+    }
+
     /// Applies the plan's entries to the tree through `driver` with the instance's codec, checking recorded digests.
     func replay<W: DurableWorkflow>(_ plan: ReplayPlan<W>, driver: any ReplayDriver) throws
     where W.Rendering: Sendable, W.Output: Sendable {
+        // The first render pass built the tree from the snapshot: a state that did not decode, or
+        // one no node took, means the snapshot is not this build's tree (rule D11).
+        if let mismatch = plan.restorer?.mismatch() { throw mismatch }
         let configuration = plan.configuration
         let observers = configuration.observers, started = ContinuousClock.now
         for observer in observers { observer.replayWillStart(instance: plan.id, from: plan.baseSequence, to: plan.target) }
@@ -199,25 +224,22 @@ extension WorkflowStore {
                 try open(action)
             }
         } catch let mismatch as ReplayMismatch {
-            throw failure(.replayMismatch, entry, plan.id, "replay could not apply the entry: \(mismatch)",
-                          recovery: "The workflow's render no longer declares the node this entry targets; replay with the code that wrote it")
+            var detail = "replay could not apply the entry: \(mismatch)"
+            if case .noNode(let path) = mismatch { detail += ": " + ReplayExplanation.missingNode(path, in: driver.tree) }
+            throw failure(.replayMismatch, entry, plan.id, detail, recovery: ReplayExplanation.missingNodeRecovery)
         }
         if configuration.checksRecordedDigests, let recorded = entry.digest {
             let actual = try decoders.digests.digest(of: driver.tree)
             if actual != recorded {
                 let after = Self.stateText(at: entry.nodePath, in: driver.tree, codec: configuration.codec)
+                let unordered = ReplayExplanation.holdsUnorderedCollection(at: entry.nodePath, in: driver.tree)
                 throw failure(.nonDeterministic, entry, plan.id,
                               "replay diverged: state digest \(hex(actual)) differs from the recorded \(hex(recorded)); "
                                 + "the node's state after this entry, replayed here: \(after)",
-                              recovery: Self.divergenceRecovery)
+                              recovery: ReplayExplanation.divergenceRecovery(stateHoldsUnorderedCollection: unordered))
             }
         }
     }
-
-    static let divergenceRecovery = "Make render and actions depend only on props, state and ApplyContext (no randomness, "
-        + "no system clock). A state holding a Set or a Dictionary, written before encodings were canonical, was recorded "
-        + "in its process's hash order: resume or verify it with DurableConfiguration.checksRecordedDigests = false "
-        + "(wfctl: --no-digest-check)"
 
     /// The state of the node at `path` as JSON text (or a note that there is none).
     static func stateText(at path: NodePath, in tree: any RuntimeTree, codec: any PayloadCodec) -> String {
@@ -248,7 +270,7 @@ extension WorkflowStore {
         _ entry: LogEntry.View, plan: ReplayPlan<W>, driver: any ReplayDriver, configuration: DurableConfiguration
     ) throws {
         guard let props = StateCoding.decode(W.self, from: Array(entry.payload), codec: configuration.codec) else {
-            throw failure(.undecodablePayload, entry, plan.id, "the props do not decode as \(String(reflecting: W.self))")
+            throw failure(.undecodablePayload, entry, plan.id, "the props do not decode as \(W.workflowName)")
         }
         try driver.updateRoot(props: props, time: entry.time, sequence: entry.sequence)
     }

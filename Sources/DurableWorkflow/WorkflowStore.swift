@@ -67,8 +67,15 @@ public final class WorkflowStore: Sendable {
     }
 
     /// The root path of a tree whose root workflow is of `type`.
-    static func rootPath(of type: Any.Type) -> NodePath {
-        NodePath(segments: [.init(workflowType: String(reflecting: type), key: "")])
+    static func rootPath<W: Workflow>(of type: W.Type) -> NodePath {
+        NodePath(segments: [.init(workflowType: W.workflowName, key: "")])
+    }
+
+    /// The root path of a tree whose root workflow is `props` (a `Workflow` value).
+    static func rootPath(ofProps props: any Sendable) -> NodePath {
+        func open<W: Workflow>(_ workflow: W) -> NodePath { rootPath(of: W.self) }
+        guard let workflow = props as? any Workflow else { preconditionFailure("root props are not a Workflow: \(type(of: props))") }
+        return open(workflow)
     }
 
     /// Flushes every commit made so far to disk (useful with `processCrashSafe` before shutdown).

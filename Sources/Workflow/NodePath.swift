@@ -3,7 +3,8 @@
 public struct NodePath: Hashable, Sendable, Codable, CustomStringConvertible {
     /// One step from a parent to a child.
     public struct Segment: Hashable, Sendable, Codable {
-        /// The workflow's type name, module-qualified (e.g. `MyApp.UploadWorkflow`).
+        /// The workflow's ``Workflow/workflowName`` (by default its module-qualified type name,
+        /// e.g. `MyApp.UploadWorkflow`).
         public let workflowType: String
         /// The key the parent rendered it under (`""` when none).
         public let key: String
@@ -55,7 +56,8 @@ public struct NodePath: Hashable, Sendable, Codable, CustomStringConvertible {
 
     public func hash(into hasher: inout Hasher) { hasher.combine(segments) }
 
-    static func typeName<T>(_ type: T.Type) -> String { String(reflecting: type) }
+    /// The name of `type` in paths: its ``Workflow/workflowName``.
+    package static func typeName<W: Workflow>(_ type: W.Type) -> String { W.workflowName }
 }
 
 /// Where an applied action came from; recorded with every durable log entry.

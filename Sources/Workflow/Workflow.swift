@@ -22,9 +22,17 @@ public protocol Workflow<Rendering, Output> {
 
     /// Builds the rendering from props and state; must not change anything.
     func render(state: State, context: RenderContext<Self>) -> Rendering
+
+    /// The name this workflow type goes by in node paths, and so in durable logs, snapshots and
+    /// stores, for the life of every instance (default: the module-qualified type name, as
+    /// `String(reflecting:)` gives it). Declare it to keep running instances when you rename the
+    /// type or move it to another module.
+    static var workflowName: String { get }
 }
 
 extension Workflow {
+    public static var workflowName: String { String(reflecting: Self.self) }
+
     public func workflowDidChange(from previousWorkflow: Self, state: inout State) {}
 }
 

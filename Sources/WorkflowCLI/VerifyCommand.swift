@@ -26,6 +26,8 @@ struct Verify: ParsableCommand {
         let entries: UInt64
         let snapshot: UInt64
         let problem: String?
+        /// Why the latest snapshot does not fit this build (resumes replay the whole log).
+        var unusableSnapshot: String? = nil
     }
 
     func run() throws {
@@ -50,14 +52,16 @@ struct Verify: ParsableCommand {
             }
             let report = try support.verify(store, id, !noDigestCheck)
             rows.append(Row(instance: id, result: report.isConsistent ? "ok" : "diverged", entries: report.entries,
-                            snapshot: report.snapshotSequence, problem: report.problem?.description))
+                            snapshot: report.snapshotSequence, problem: report.problem?.description,
+                            unusableSnapshot: report.unusableSnapshot))
         }
         if options.json {
             emit(try json(rows))
         } else {
             var table = Table("INSTANCE", "RESULT", "ENTRIES", "SNAPSHOT", "PROBLEM")
             for row in rows {
-                table.add(row.instance, row.result, "\(row.entries)", row.snapshot == 0 ? "-" : "\(row.snapshot)", row.problem ?? "")
+                table.add(row.instance, row.result, "\(row.entries)", row.snapshot == 0 ? "-" : "\(row.snapshot)",
+                          row.problem ?? row.unusableSnapshot.map { "note: \($0)" } ?? "")
             }
             emit(table.text)
         }

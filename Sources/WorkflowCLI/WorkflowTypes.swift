@@ -33,7 +33,7 @@ public struct WorkflowTypes: Sendable {
             if !checkingDigests { made.checksRecordedDigests = false }
             return made
         }
-        supports[String(reflecting: W.self)] = Support(
+        supports[W.workflowName] = Support(
             state: { store, id, sequence, digests in
                 try store.state(of: id, as: W.self, at: sequence, configuration: made(store, checkingDigests: digests))
             },

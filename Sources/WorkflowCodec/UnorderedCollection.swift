@@ -45,3 +45,14 @@ extension BinaryEncoding {
         return .array(sorted)
     }
 }
+
+/// Whether `value` holds, in any of its stored properties at any depth, a collection whose
+/// `encode(to:)` writes in the process's hash order (a `Set`, a `Dictionary` not keyed by
+/// `String` or `Int`), whatever its own `encode(to:)` makes of it: the states whose digests, if
+/// recorded before encodings were canonical, differ between processes. Reflection, for messages
+/// only (a divergence's hint).
+package func holdsUnorderedCollection(_ value: Any, depth: Int = 0) -> Bool {
+    if let unordered = value as? any UnorderedCollection, type(of: unordered).mayEncodeInHashOrder { return true }
+    guard depth < 16 else { return false }
+    return Mirror(reflecting: value).children.prefix(10_000).contains { holdsUnorderedCollection($0.value, depth: depth + 1) }
+}

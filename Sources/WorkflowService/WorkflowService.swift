@@ -91,7 +91,7 @@ public final class WorkflowService: Service, Sendable {
         // The engine logs an instance's life to the configuration's logger: the service's, unless one was set.
         if logged.logger.handler is SwiftLogNoOpLogHandler { logged.logger = logger }
         let configuration = logged
-        let registration = Registration(typeName: String(reflecting: W.self), configuration: configuration) { service in
+        let registration = Registration(typeName: W.workflowName, configuration: configuration) { service in
             let results = try service.store.resumeAll(W.self, configuration: configuration)
             var failed = 0
             for result in results {
@@ -224,7 +224,7 @@ public final class WorkflowService: Service, Sendable {
     private func configuration<W: DurableWorkflow>(for type: W.Type) throws(WorkflowServiceError) -> DurableConfiguration {
         let (state, found) = shared.withLock { ($0.state, $0.registrations[ObjectIdentifier(W.self)]) }
         guard state == .running || state == .resuming else { throw WorkflowServiceError(state: state, operation: "start") }
-        guard let found else { throw WorkflowServiceError(unregistered: String(reflecting: W.self)) }
+        guard let found else { throw WorkflowServiceError(unregistered: W.workflowName) }
         return found.configuration
     }
 
