@@ -55,7 +55,7 @@ let package = Package(
         .target(name: "WorkflowStorage", dependencies: ["WorkflowLocks"]),
         // The durable engine: every applied action in a store's log, state rebuilt by replay.
         // The payload codecs: the binary format (docs/binary-codec.md) and its routes, JSON.
-        .target(name: "WorkflowCodec"),
+        .target(name: "WorkflowCodec", dependencies: ["WorkflowLocks"]),
         .target(
             name: "DurableWorkflow",
             dependencies: [

@@ -24,11 +24,11 @@ struct PendingEntry: Sendable {
         case encoded(Int)
     }
 
-    /// The log entry, aimed at `target`, with `payload`.
-    func entry(target: EntryTarget, payload: [UInt8]) -> LogEntry {
+    /// The log entry, aimed at `target`, with `payload` and `notes`.
+    func entry(target: EntryTarget, payload: [UInt8], notes: EntryNotes = EntryNotes()) -> LogEntry {
         LogEntry(
             sequence: sequence, time: time, origin: origin, nodePath: target.nodePath, actionTag: target.actionTag,
-            actionVersion: target.actionVersion, payload: payload, digest: digest)
+            actionVersion: target.actionVersion, payload: payload, digest: digest, notes: notes)
     }
 }
 
@@ -66,6 +66,8 @@ struct CommitBatch: Sendable {
     private var payloads: [[UInt8]] = []
     var snapshots: [Snapshot] = []
     var attachments: [any CommitAttachment] = []
+    /// The notes of the entries that have any, in sequence order (few batches have one).
+    private(set) var notes: [(sequence: UInt64, notes: EntryNotes)] = []
     /// The batch's last entry finished the instance: its commit completes it.
     var finishes = false
     /// The spans of the batch's actions (with a tracer), ended when the batch is committed.
@@ -104,6 +106,7 @@ struct CommitBatch: Sendable {
         if !payloads.isEmpty { payloads.removeAll(keepingCapacity: true) }
         if !snapshots.isEmpty { snapshots.removeAll(keepingCapacity: true) }
         if !attachments.isEmpty { attachments.removeAll(keepingCapacity: true) }
+        if !notes.isEmpty { notes.removeAll() }
         if !spans.isEmpty { spans.removeAll(keepingCapacity: true) }
         finishes = false
         return true
@@ -140,6 +143,16 @@ struct CommitBatch: Sendable {
         case .action(let slot):
             // The entry's target was made with the encoding of the action's type.
             try actions.withUnsafeAddress(of: slot) { try encoding!.encode($0, codec: codec, into: &bytes) }
+        }
+    }
+
+    /// Adds `added` to the notes of the last entry.
+    mutating func noteLast(_ added: EntryNotes) {
+        guard let sequence = entries.last?.sequence, !added.isEmpty else { return }
+        if let last = notes.indices.last, notes[last].sequence == sequence {
+            notes[last].notes = notes[last].notes.merging(added)
+        } else {
+            notes.append((sequence, added))
         }
     }
 

@@ -82,6 +82,26 @@ public struct DurableConfiguration: Sendable {
     /// each attempt of a task. By default the tracer bootstrapped in `InstrumentationSystem`; with
     /// none bootstrapped, no span is made at all.
     public var tracer: (any Tracer)?
+    /// The code version of this build (`"2026.12.1"`, a commit, a release): new instances start
+    /// under it and keep it for life (rule V1). `ApplyContext.codeVersion` and
+    /// `RenderContext.codeVersion` read it, `wfctl list` shows and filters by it. `nil` (the
+    /// default): instances carry none.
+    public var codeVersion: String?
+    /// The version markers this build's code supports, with the versions of each it can run
+    /// (``HostConfiguration/versionMarkers``, which it sets): `["fee": 1...2]`. A new instance
+    /// takes the newest of each (logged with its first entry); a resume refuses, with
+    /// ``DurableError/Kind/unsupportedVersion``, an instance whose log fixed a version outside
+    /// the range.
+    public var versionMarkers: [String: ClosedRange<Int>] {
+        get { host.versionMarkers }
+        set { host.versionMarkers = newValue }
+    }
+    /// The code versions this build runs (rule V4; default: every one): `resume` and
+    /// `resumeAll` refuse an instance started under another with
+    /// ``DurableError/Kind/unsupportedCodeVersion`` (it stays as it is, for a build that runs it),
+    /// and a PostgreSQL host takes over only the instances it runs. Keep the versions of the
+    /// instances still running in it until they drain (`wfctl list --versions`).
+    public var supportedCodeVersions = SupportedCodeVersions.all
     /// Where the engine logs what concerns the instance's life: starts and resumes (debug),
     /// replays (debug, with entries and duration), takeovers of a dead process's claim (info),
     /// an instance that stops on a failure or is marked failed (error), a finished instance
@@ -104,6 +124,14 @@ public struct DurableConfiguration: Sendable {
 }
 
 extension DurableConfiguration {
+    /// The versions a new instance's tree takes: the newest of every declared marker, this
+    /// build's code version (`nil` when there are neither).
+    func newInstanceVersions() -> InstanceVersions? {
+        guard !versionMarkers.isEmpty || codeVersion != nil else { return nil }
+        return InstanceVersions(codeVersion: codeVersion, declared: versionMarkers, markers: InstanceVersions.newest(of: versionMarkers),
+                                programmerErrors: host.programmerErrors)
+    }
+
     /// The runtime's configuration for a host of this one.
     var hostConfiguration: HostConfiguration {
         var host = self.host

@@ -51,6 +51,14 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
         /// or children render no longer declares), and its log cannot replace it (an entry before
         /// the snapshot is damaged or missing). The snapshot is never taken for the initial state.
         case snapshotUndecodable
+        /// The instance fixed a version marker at a version this build no longer supports
+        /// (`DurableConfiguration.versionMarkers`): its code for that version is gone, so it is
+        /// not replayed. Nothing of it changed.
+        case unsupportedVersion
+        /// The instance started under a code version this build does not run
+        /// (`DurableConfiguration.supportedCodeVersions`): it is left, unclaimed and unchanged, to
+        /// a build that runs it.
+        case unsupportedCodeVersion
     }
 
     /// What went wrong.

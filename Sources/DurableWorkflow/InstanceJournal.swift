@@ -23,12 +23,23 @@ final class InstanceJournal: RuntimeJournal {
     private let digests: StateDigests
     /// Where the actions' spans go (`nil`: no spans).
     private let tracer: (any Tracer)?
+    /// The versions the host's tree takes: markers it decides live are logged with the entry
+    /// being recorded.
+    private let versions: InstanceVersions?
+    /// The state forms the log's digests are recorded under (a resume's replay sets them).
+    var recordedForms = RecordedForms()
+    /// The tree structure whose state forms were last compared with `recordedForms`.
+    @exclusivity(unchecked) private var formsCheckedAt: UInt64?
 
     /// A journal for an instance whose `record` already carries this host's `owner` claim.
-    init(store: WorkflowStore, instanceID: String, record: StoredInstance, configuration: DurableConfiguration) {
+    init(
+        store: WorkflowStore, instanceID: String, record: StoredInstance, configuration: DurableConfiguration,
+        versions: InstanceVersions? = nil
+    ) {
         self.store = store
         self.instanceID = instanceID
         self.configuration = configuration
+        self.versions = versions
         self.currentSequence = record.lastSequence
         self.writer = LogWriter(store: store, instanceID: instanceID, record: record, configuration: configuration)
         self.digests = StateDigests(codec: configuration.codec, store: store.path, instance: instanceID)
@@ -104,8 +115,10 @@ final class InstanceJournal: RuntimeJournal {
     }
 
     func renderPassDidFinish(tree: any RuntimeTree, listener: any JournalListener, awaited: Bool) throws -> CommitProgress {
+        if let versions { try noteVersions(versions) }
         if case .every(let interval) = configuration.digests, interval > 0, currentSequence % UInt64(interval) == 0,
            !pending.entries.isEmpty {
+            if tree.structureVersion != formsCheckedAt { noteStateForms(of: tree) }
             pending.setLastDigest(try digests.digest(of: tree))
         }
         if let every = configuration.snapshotEvery, every > 0, currentSequence % UInt64(every) == 0 {
@@ -114,7 +127,7 @@ final class InstanceJournal: RuntimeJournal {
                                                store: store.path, instance: instanceID)
             pending.snapshots.append(try Snapshot.capture(
                 sequence: currentSequence, rootProps: props, tree: tree, codec: configuration.codec,
-                store: store.path, instance: instanceID))
+                store: store.path, instance: instanceID, versionMarkers: versions?.markers ?? [:]))
         }
         switch configuration.mode {
         case .strict where awaited:
@@ -127,6 +140,29 @@ final class InstanceJournal: RuntimeJournal {
             if pending.entries.count >= maxBatch { return try handOff(listener: listener, backlog: Self.backlogBatches * maxBatch) }
             return pending.isEmpty ? progressWithNothingPending : .held
         }
+    }
+
+    /// Logs the markers the entry's apply and render pass decided with it; a marker the instance
+    /// fixed at a version this build does not support stops the host before anything of the
+    /// entry is committed.
+    private func noteVersions(_ versions: InstanceVersions) throws {
+        if let found = versions.unsupported {
+            throw store.unsupported(found, id: instanceID, sequence: currentSequence)
+        }
+        let decided = versions.takeDecided()
+        if !decided.isEmpty { pending.noteLast(EntryNotes(versionMarkers: decided)) }
+    }
+
+    /// Notes, with the entry about to get a digest, the state forms of the tree's workflows that
+    /// differ from those its log's digests were recorded under (rule V2): from this entry on, its
+    /// digests are of this build's forms.
+    @inline(never)
+    private func noteStateForms(of tree: any RuntimeTree) {
+        formsCheckedAt = tree.structureVersion
+        let changed = recordedForms.changes(in: tree)
+        guard !changed.isEmpty else { return }
+        recordedForms.learn(changed)
+        pending.noteLast(EntryNotes(stateVersions: changed))
     }
 
     func commitPending(_ urgency: CommitUrgency, listener: any JournalListener) throws -> CommitProgress {

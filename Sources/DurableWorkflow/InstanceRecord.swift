@@ -17,12 +17,15 @@ public struct InstanceInfo: Sendable, Hashable, Codable {
     public let lastSequence: UInt64
     /// The sequence of its latest snapshot (0 when none).
     public let lastSnapshot: UInt64
+    /// The code version it started under (``DurableConfiguration/codeVersion``; `nil`: none).
+    public let codeVersion: String?
 }
 
 extension StoredInstance {
     /// The instance as ``WorkflowStore`` lists it.
     var info: InstanceInfo {
         InstanceInfo(id: id, workflowType: workflowType, status: status, created: WallTime(nanosecondsSinceEpoch: created),
-                     updated: WallTime(nanosecondsSinceEpoch: updated), lastSequence: lastSequence, lastSnapshot: lastSnapshot)
+                     updated: WallTime(nanosecondsSinceEpoch: updated), lastSequence: lastSequence, lastSnapshot: lastSnapshot,
+                     codeVersion: codeVersion)
     }
 }

@@ -20,6 +20,9 @@ public struct LogEntry: Sendable, Hashable {
     public let payload: [UInt8]
     /// A digest of every node's path and state after the entry's render pass, when recorded.
     public let digest: UInt64?
+    /// What the entry records about the build that wrote it (version markers decided at it,
+    /// state versions changed from it on); empty for almost every entry.
+    public let notes: EntryNotes
 
     /// The tag of entries that carry new root props.
     public static let propsTag = "$props"
@@ -35,8 +38,9 @@ public struct LogEntry: Sendable, Hashable {
     /// Creates an entry; the engine makes these as it records.
     public init(
         sequence: UInt64, time: WallTime, origin: ActionOrigin, nodePath: NodePath, actionTag: String,
-        actionVersion: Int, payload: [UInt8], digest: UInt64?
+        actionVersion: Int, payload: [UInt8], digest: UInt64?, notes: EntryNotes = EntryNotes()
     ) {
+        self.notes = notes
         self.sequence = sequence
         self.time = time
         self.origin = origin
@@ -49,25 +53,39 @@ public struct LogEntry: Sendable, Hashable {
 
     // MARK: Binary form
 
-    /// The entry format written today: 2 (a ``WordChecksum``); format 1 (FNV-1a) is still read.
+    /// The entry format written today for an entry without notes: 2 (a ``WordChecksum``);
+    /// format 1 (FNV-1a) is still read.
     package static let currentFormat: UInt8 = 2
+    /// The format of an entry with notes: format 2 with a block of ``EntryNotes`` after the
+    /// digest (flag 2 of the second byte). Builds that read up to format 2 refuse these entries
+    /// alone, so entries without notes stay readable to them (a rollback).
+    package static let notedFormat: UInt8 = 3
 
     /// The bytes stored in the log: a versioned binary record ending in a checksum over the
     /// record and its sequence, so torn, flipped or misplaced bytes are detected. `format` is for
-    /// tests of older stores.
+    /// tests of older stores (an entry with notes is always written in ``notedFormat``).
     package func encoded(format: UInt8 = LogEntry.currentFormat) -> [UInt8] {
         let target = Self.targetBytes(nodePath: nodePath, actionTag: actionTag, actionVersion: actionVersion)
-        let size = Self.recordSize(targetCount: target.count, payloadCount: payload.count, hasDigest: digest != nil)
+        let noted = notes.isEmpty ? nil : notes.encoded()
+        let size = Self.recordSize(targetCount: target.count, payloadCount: payload.count, hasDigest: digest != nil, notesCount: noted?.count)
         return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
             count = target.withUnsafeBytes { target in
                 payload.withUnsafeBytes { payload in
-                    Self.writeRecord(
-                        into: UnsafeMutableRawPointer(buffer.baseAddress!), format: format, sequence: sequence, time: time,
-                        origin: origin, target: target, payload: payload, digest: digest)
+                    Self.withNotes(noted) { notes in
+                        Self.writeRecord(
+                            into: UnsafeMutableRawPointer(buffer.baseAddress!), format: format, sequence: sequence, time: time,
+                            origin: origin, target: target, payload: payload, digest: digest, notes: notes)
+                    }
                 }
             }
             precondition(count == size, "log entry size miscounted")
         }
+    }
+
+    /// `body` with the bytes of encoded notes, or `nil` for none.
+    static func withNotes<R>(_ notes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
+        guard let notes else { return body(nil) }
+        return notes.withUnsafeBytes { body($0) }
     }
 
     /// The part of a record that names its target: the node path's segments, the action tag and
@@ -85,35 +103,38 @@ public struct LogEntry: Sendable, Hashable {
         return writer.bytes
     }
 
-    /// The size of the record of an entry with a target of `targetCount` bytes.
-    static func recordSize(targetCount: Int, payloadCount: Int, hasDigest: Bool) -> Int {
-        3 + 8 + (hasDigest ? 8 : 0) + targetCount + 4 + payloadCount + 8
+    /// The size of the record of an entry with a target of `targetCount` bytes (and notes of
+    /// `notesCount` bytes, when it has notes).
+    static func recordSize(targetCount: Int, payloadCount: Int, hasDigest: Bool, notesCount: Int? = nil) -> Int {
+        3 + 8 + (hasDigest ? 8 : 0) + (notesCount.map { 4 + $0 } ?? 0) + targetCount + 4 + payloadCount + 8
     }
 
     /// Writes the record of an entry with these fields to `base`, which has room for
-    /// ``recordSize(targetCount:payloadCount:hasDigest:)`` bytes (a commit writes straight into
+    /// ``recordSize(targetCount:payloadCount:hasDigest:notesCount:)`` bytes (a commit writes straight into
     /// space reserved in the map, from a payload it encoded into a reused buffer); returns the
     /// bytes written.
     static func writeRecord(
         into base: UnsafeMutableRawPointer, format: UInt8 = LogEntry.currentFormat, sequence: UInt64, time: WallTime,
-        origin: ActionOrigin, target: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, digest: UInt64?
+        origin: ActionOrigin, target: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, digest: UInt64?,
+        notes: UnsafeRawBufferPointer? = nil
     ) -> Int {
         var writer = RawWriter(base)
-        writer.write(format)
-        writer.write(UInt8(digest == nil ? 0 : 1))
+        writer.write(notes == nil ? format : notedFormat)
+        writer.write(UInt8(digest == nil ? 0 : 1) | (notes == nil ? 0 : 2))
         writer.write(origin.logCode)
         writer.write(time.nanosecondsSinceEpoch)
         if let digest { writer.write(digest) }
+        if let notes { writer.write(block: notes) }
         writer.write(bytes: target)
         writer.write(block: payload)
-        writer.write(checksum(writer.written, sequence: sequence, format: format) ?? 0)
+        writer.write(checksum(writer.written, sequence: sequence, format: notes == nil ? format : notedFormat) ?? 0)
         return writer.offset
     }
 
     /// The checksum of a record of `format` (without its last 8 bytes); `nil` for an unknown format.
     private static func checksum(_ record: UnsafeRawBufferPointer, sequence: UInt64, format: UInt8) -> UInt64? {
         switch format {
-        case 2:
+        case 2, 3:
             return WordChecksum.of(record, sequence: sequence)
         case 1:
             var checksum = FNV1a64()
@@ -179,6 +200,7 @@ public struct LogEntry: Sendable, Hashable {
         let actionVersion: Int
         let payload: UnsafeRawBufferPointer
         let digest: UInt64?
+        let notes: EntryNotes
 
         var isProps: Bool { actionTag == LogEntry.propsTag }
         var isAcknowledgement: Bool { actionTag == LogEntry.acknowledgementTag }
@@ -186,7 +208,7 @@ public struct LogEntry: Sendable, Hashable {
         /// A copy that outlives the transaction.
         var entry: LogEntry {
             LogEntry(sequence: sequence, time: time, origin: origin, nodePath: nodePath, actionTag: actionTag,
-                     actionVersion: actionVersion, payload: Array(payload), digest: digest)
+                     actionVersion: actionVersion, payload: Array(payload), digest: digest, notes: notes)
         }
 
         /// Reads the stored bytes of entry `sequence` (checksum first), reusing the node path and
@@ -199,11 +221,20 @@ public struct LogEntry: Sendable, Hashable {
             guard let computed = LogEntry.checksum(record, sequence: sequence, format: bytes[0]), computed == stored else { return nil }
             var reader = ByteReader(record)
             do {
-                _ = try reader.read(UInt8.self)  // the format, checked with the checksum
-                let hasDigest = try reader.read(UInt8.self) == 1
+                let format = try reader.read(UInt8.self)  // checked with the checksum
+                let flags = try reader.read(UInt8.self)
+                // Format 3 is format 2 with notes, flag 2 of this byte: one without the other is damage.
+                guard flags & ~3 == 0, (flags & 2 != 0) == (format == LogEntry.notedFormat) else { return nil }
                 guard let origin = ActionOrigin(logCode: try reader.read(UInt8.self)) else { return nil }
                 let time = WallTime(nanosecondsSinceEpoch: try reader.read(Int64.self))
-                let digest: UInt64? = hasDigest ? try reader.read(UInt64.self) : nil
+                let digest: UInt64? = flags & 1 != 0 ? try reader.read(UInt64.self) : nil
+                var notes = EntryNotes()
+                if flags & 2 != 0 {
+                    let start = reader.offset + 4
+                    try reader.skipBlock()
+                    guard let decoded = EntryNotes.decode(reader.bytes(from: start)) else { return nil }
+                    notes = decoded
+                }
                 let pathStart = reader.offset
                 let segmentCount = Int(try reader.read(UInt16.self))
                 for _ in 0..<segmentCount {
@@ -229,7 +260,7 @@ public struct LogEntry: Sendable, Hashable {
                 let payload = reader.bytes(from: payloadStart)
                 guard reader.remaining == 0 else { return nil }
                 return View(sequence: sequence, time: time, origin: origin, nodePath: path, actionTag: tag,
-                            actionVersion: version, payload: payload, digest: digest)
+                            actionVersion: version, payload: payload, digest: digest, notes: notes)
             } catch {
                 return nil
             }

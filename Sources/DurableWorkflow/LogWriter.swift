@@ -292,6 +292,8 @@ final class LogWriter: Sendable {
             var targetIndex = -1
             var encoding: (any ValueEncoding.Type)?
             var targetBytes: [UInt8] = []
+            let notes = batches[index].notes
+            var nextNote = 0
             for pending in batches[index].entries {
                 if pending.target != targetIndex {
                     targetIndex = pending.target
@@ -310,18 +312,32 @@ final class LogWriter: Sendable {
                                        detail: "the action could not be encoded: \(error)")
                 }
                 updated = pending.time.nanosecondsSinceEpoch
-                let size = LogEntry.recordSize(targetCount: targetBytes.count, payloadCount: payload.count - start, hasDigest: pending.digest != nil)
+                // Notes are rare: most batches have none, and this is one comparison per entry.
+                var entryNotes: EntryNotes?
+                if nextNote < notes.count, notes[nextNote].sequence == pending.sequence {
+                    entryNotes = notes[nextNote].notes
+                    nextNote += 1
+                }
+                let noted = entryNotes?.encoded()
+                let size = LogEntry.recordSize(targetCount: targetBytes.count, payloadCount: payload.count - start, hasDigest: pending.digest != nil,
+                                               notesCount: noted?.count)
                 targetBytes.withUnsafeBytes { targetBytes in
                     payload.withUnsafeBytes { payload in
-                        records.append(size: size) { space in
-                            let count = LogEntry.writeRecord(
-                                into: space.baseAddress!, sequence: pending.sequence, time: pending.time, origin: pending.origin,
-                                target: targetBytes, payload: UnsafeRawBufferPointer(rebasing: payload[start...]), digest: pending.digest)
-                            precondition(count == size, "log entry size miscounted")
+                        LogEntry.withNotes(noted) { noted in
+                            records.append(size: size) { space in
+                                let count = LogEntry.writeRecord(
+                                    into: space.baseAddress!, sequence: pending.sequence, time: pending.time, origin: pending.origin,
+                                    target: targetBytes, payload: UnsafeRawBufferPointer(rebasing: payload[start...]), digest: pending.digest,
+                                    notes: noted)
+                                precondition(count == size, "log entry size miscounted")
+                            }
                         }
                     }
                 }
-                if observed { written.append(pending.entry(target: batches[index].targets[targetIndex], payload: Array(payload[start...]))) }
+                if observed {
+                    written.append(pending.entry(target: batches[index].targets[targetIndex], payload: Array(payload[start...]),
+                                                 notes: entryNotes ?? EntryNotes()))
+                }
             }
             for snapshot in batches[index].snapshots { snapshots.append((snapshot.sequence, snapshot.encoded())) }
             for attachment in batches[index].attachments { marks.append(attachment.deliveryMark) }

@@ -32,26 +32,44 @@ struct Snapshot: Sendable {
     /// Whether an output emitted before it was not acknowledged yet (a host whose outputs wait
     /// for acknowledgements must replay from before it to deliver it again; false in format 1).
     let hasUnacknowledgedOutputs: Bool
+    /// Workflow name to the version of its state's stored form in `states`, for the types whose
+    /// version is not 1 (``VersionedState``; format 3, empty before).
+    var stateVersions: [String: Int] = [:]
+    /// The instance's version markers at `sequence` (format 3, empty before).
+    var versionMarkers: [String: Int] = [:]
+
+    /// The version of the form the state at `path` is stored in.
+    func storedVersion(at path: NodePath) -> Int {
+        path.segments.last.flatMap { stateVersions[$0.workflowType] } ?? 1
+    }
 
     static func workerKey(_ path: NodePath, _ key: String) -> String { "\(path)#\(key)" }
 
     static func capture(
-        sequence: UInt64, rootProps: [UInt8], tree: any RuntimeTree, codec: any PayloadCodec, store: String, instance: String
+        sequence: UInt64, rootProps: [UInt8], tree: any RuntimeTree, codec: any PayloadCodec, store: String, instance: String,
+        versionMarkers: [String: Int] = [:]
     ) throws -> Snapshot {
         var states: [NodePath: [UInt8]] = [:]
+        var versions: [String: Int] = [:]
         for (path, state) in tree.nodeStates() {
             states[path] = try StateCoding.encode(state, codec: codec, what: path.description, store: store, instance: instance)
+            let version = StateForms.version(of: type(of: state))
+            if version != 1, let name = path.segments.last?.workflowType { versions[name] = version }
         }
         var workers: [String: UInt64] = [:]
         for start in tree.workerStarts() { workers[workerKey(start.path, start.key)] = start.sequence }
         return Snapshot(sequence: sequence, rootProps: rootProps, states: states, workerStarts: workers,
                         acknowledgedThrough: tree.acknowledgedThrough,
-                        hasUnacknowledgedOutputs: tree.lastOutputSequence > tree.acknowledgedThrough)
+                        hasUnacknowledgedOutputs: tree.lastOutputSequence > tree.acknowledgedThrough,
+                        stateVersions: versions, versionMarkers: versionMarkers)
     }
 
+    /// The stored form: format 3 when it has state versions or version markers, else format 2
+    /// (which builds before them read).
     func encoded() -> [UInt8] {
+        let versioned = !stateVersions.isEmpty || !versionMarkers.isEmpty
         var writer = ByteWriter()
-        writer.write(UInt8(2))
+        writer.write(UInt8(versioned ? 3 : 2))
         writer.write(sequence)
         writer.write(acknowledgedThrough)
         writer.write(UInt8(hasUnacknowledgedOutputs ? 1 : 0))
@@ -70,6 +88,15 @@ struct Snapshot: Sendable {
             writer.write(key)
             writer.write(start)
         }
+        if versioned {
+            for table in [stateVersions, versionMarkers] {
+                writer.write(UInt32(table.count))
+                for (name, version) in table.sorted(by: { $0.key < $1.key }) {
+                    writer.write(name)
+                    writer.write(Int64(version))
+                }
+            }
+        }
         var checksum = FNV1a64()
         checksum.combine(writer.bytes)
         writer.write(checksum.value)
@@ -84,10 +111,10 @@ struct Snapshot: Sendable {
         var reader = ByteReader(UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 8)]))
         do {
             let format = try reader.read(UInt8.self)
-            guard format == 1 || format == 2 else { return nil }
+            guard (1...3).contains(format) else { return nil }
             let sequence = try reader.read(UInt64.self)
-            let acknowledged = format == 2 ? try reader.read(UInt64.self) : 0
-            let unacknowledged = format == 2 ? try reader.read(UInt8.self) == 1 : false
+            let acknowledged = format >= 2 ? try reader.read(UInt64.self) : 0
+            let unacknowledged = format >= 2 ? try reader.read(UInt8.self) == 1 : false
             let props = try reader.readBlock()
             var states: [NodePath: [UInt8]] = [:]
             for _ in 0..<(try reader.read(UInt32.self)) {
@@ -102,8 +129,18 @@ struct Snapshot: Sendable {
                 let key = try reader.readString()
                 workers[key] = try reader.read(UInt64.self)
             }
+            var tables: [[String: Int]] = [[:], [:]]
+            if format >= 3 {
+                for index in tables.indices {
+                    for _ in 0..<(try reader.read(UInt32.self)) {
+                        let name = try reader.readString()
+                        tables[index][name] = Int(try reader.read(Int64.self))
+                    }
+                }
+            }
+            guard reader.remaining == 0 else { return nil }
             return Snapshot(sequence: sequence, rootProps: props, states: states, workerStarts: workers, acknowledgedThrough: acknowledged,
-                            hasUnacknowledgedOutputs: unacknowledged)
+                            hasUnacknowledgedOutputs: unacknowledged, stateVersions: tables[0], versionMarkers: tables[1])
         } catch {
             return nil
         }
@@ -128,13 +165,8 @@ final class SnapshotRestorer: StateRestorer {
 
     func restoredState<State>(at path: NodePath, as type: State.Type) -> State? {
         guard let bytes = snapshot.states[path] else { return nil }
-        guard let decodable = type as? any Decodable.Type else {
-            if undecodable == nil { undecodable = .undecodable(path: path, type: "\(type)", error: "\(type) is not Decodable") }
-            return nil
-        }
-        func open<D: Decodable>(_ concrete: D.Type) throws -> Any { try codec.decode(concrete, from: bytes) }
         do {
-            let state = try open(decodable) as? State
+            let state = try StateForms.decode(type, from: bytes, storedVersion: snapshot.storedVersion(at: path), codec: codec)
             restored.insert(path)
             return state
         } catch {

@@ -54,6 +54,50 @@ final class StateDigests {
         return hash.value
     }
 
+    /// The digest `tree` would have been given by a build whose state forms were `recorded`
+    /// (workflow name to version; 1 when absent): each ``VersionedState`` of another version
+    /// hashed in that version's form (rule V2). `nil` when a state's form cannot be taken back
+    /// there (a field removed, a form changed, or a form newer than this build's): the recorded
+    /// digest cannot be compared. Slow (every state is encoded and re-read): replay uses it only
+    /// for entries recorded under other forms than this build's.
+    func digest(of tree: any RuntimeTree, recordedForms recorded: [String: Int]) throws -> UInt64? {
+        var visitor = FormVisitor(codec: codec, recorded: recorded, store: store, instance: instance)
+        try tree.visitNodeStates(&visitor)
+        return visitor.comparable ? visitor.hash.value : nil
+    }
+
+    /// Hashes each node's path and state in the form its recorded version had.
+    private struct FormVisitor: NodeStateVisitor {
+        var hash = FNV1a64()
+        var comparable = true
+        let codec: any PayloadCodec
+        let recorded: [String: Int]
+        let store: String
+        let instance: String?
+
+        init(codec: any PayloadCodec, recorded: [String: Int], store: String, instance: String?) {
+            self.codec = codec
+            self.recorded = recorded
+            self.store = store
+            self.instance = instance
+        }
+
+        mutating func visit<State>(path: NodePath, pathDescription: String, state: State) throws {
+            hash.combine(pathDescription)
+            var bytes = try StateCoding.encode(state, codec: codec, what: pathDescription, store: store, instance: instance)
+            let version = path.segments.last.flatMap { recorded[$0.workflowType] } ?? 1
+            if version != StateForms.version(of: State.self) {
+                guard let versioned = State.self as? any VersionedState.Type,
+                      let form = StateForms.recordedForm(of: bytes, type: versioned, recorded: version, codec: codec) else {
+                    comparable = false
+                    return
+                }
+                bytes = form
+            }
+            hash.combine(bytes)
+        }
+    }
+
     /// Keeps where `tree`'s states lie and their encoders; `false` (and nothing kept) when a state
     /// type has no encoder yet.
     private func learnNodes(of tree: any RuntimeTree) -> Bool {

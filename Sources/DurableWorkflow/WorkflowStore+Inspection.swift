@@ -27,6 +27,10 @@ public struct StateTree: Sendable {
     /// What the tree waits for at that sequence: its declared workers (timers, signal waits,
     /// tasks, other workers), in path and key order.
     public let waits: [Wait]
+    /// How many digests the replay could not compare: recorded under a state form this build
+    /// cannot take its states back to (``StateRevision/removed(_:in:)``,
+    /// ``StateRevision/changed(in:_:)``, or a form newer than this build's).
+    public let uncheckedDigests: Int
 
     /// A worker the tree declares, and what it waits for.
     public struct Wait: Sendable, Hashable {
@@ -82,11 +86,15 @@ public struct VerificationReport: Sendable {
     /// time travel replay the whole log instead, so it is no inconsistency, but worth a new
     /// snapshot (`WorkflowStore.snapshot(id:as:configuration:)`).
     public let unusableSnapshot: String?
+    /// How many of the log's digests the replay from the first entry could not compare
+    /// (recorded under a state form this build cannot take its states back to).
+    public let uncheckedDigests: Int
 
     package init(
         instance: String, entries: UInt64, snapshotSequence: UInt64, fullReplayDigest: UInt64?, snapshotReplayDigest: UInt64?,
-        problem: DurableError?, unusableSnapshot: String? = nil
+        problem: DurableError?, unusableSnapshot: String? = nil, uncheckedDigests: Int = 0
     ) {
+        self.uncheckedDigests = uncheckedDigests
         self.instance = instance
         self.entries = entries
         self.snapshotSequence = snapshotSequence
@@ -124,7 +132,8 @@ extension WorkflowStore {
         }
         guard record.lastSnapshot > 0 else {
             return VerificationReport(instance: id, entries: record.lastSequence, snapshotSequence: 0,
-                                      fullReplayDigest: full.digest, snapshotReplayDigest: nil, problem: nil)
+                                      fullReplayDigest: full.digest, snapshotReplayDigest: nil, problem: nil,
+                                      uncheckedDigests: full.uncheckedDigests)
         }
         let fromSnapshot: StateTree
         do {
@@ -133,7 +142,7 @@ extension WorkflowStore {
             // Not a divergence: a resume replays the whole log, which is consistent.
             return VerificationReport(instance: id, entries: record.lastSequence, snapshotSequence: record.lastSnapshot,
                                       fullReplayDigest: full.digest, snapshotReplayDigest: nil, problem: nil,
-                                      unusableSnapshot: "\(mismatch): a resume replays the whole log")
+                                      unusableSnapshot: "\(mismatch): a resume replays the whole log", uncheckedDigests: full.uncheckedDigests)
         }
         let problem = fromSnapshot.digest == full.digest ? nil : DurableError(
             .nonDeterministic, store: path, instance: id, sequence: record.lastSequence,
@@ -143,7 +152,8 @@ extension WorkflowStore {
                 + "a replay from the first entry (an import of an export, time travel before the snapshot) gives this build's. "
                 + "Keep the old behaviour for the instances that logged those entries")
         return VerificationReport(instance: id, entries: record.lastSequence, snapshotSequence: record.lastSnapshot,
-                                  fullReplayDigest: full.digest, snapshotReplayDigest: fromSnapshot.digest, problem: problem)
+                                  fullReplayDigest: full.digest, snapshotReplayDigest: fromSnapshot.digest, problem: problem,
+                                  uncheckedDigests: full.uncheckedDigests)
     }
 
     /// Takes a snapshot of instance `id` at its last entry now (rebuilt by replay, read-only for
@@ -168,15 +178,16 @@ extension WorkflowStore {
         let plan = try replayPlan(id: id, as: type, through: nil, useSnapshot: useSnapshot, configuration: configuration)
         let configuration = plan.configuration
         var captured: Result<Snapshot, any Error>?
+        let versions = plan.makeVersions()
         try WorkflowHost<W>.inspect(
-            workflow: plan.root, configuration: configuration.host, restorer: plan.restorer, initialSequence: plan.baseSequence,
-            replay: { driver in try self.replay(plan, driver: driver) },
+            workflow: plan.root, configuration: configuration.host, restorer: plan.restorer, versions: versions,
+            initialSequence: plan.baseSequence, replay: { driver in try self.replay(plan, driver: driver, versions: versions) },
             inspect: { tree in
                 captured = Result {
                     let props = try StateCoding.encode(tree.rootWorkflow(), codec: configuration.codec, what: "root props",
                                                        store: self.path, instance: id)
                     return try Snapshot.capture(sequence: plan.target, rootProps: props, tree: tree, codec: configuration.codec,
-                                                store: self.path, instance: id)
+                                                store: self.path, instance: id, versionMarkers: versions?.markers ?? [:])
                 }
             })
         return try captured!.get()
@@ -213,9 +224,12 @@ extension WorkflowStore {
         var waits: [StateTree.Wait] = []
         var digest: UInt64 = 0
         var inspectionError: (any Error)?
+        var unchecked = 0
+        let versions = plan.makeVersions()
         try WorkflowHost<W>.inspect(
-            workflow: plan.root, configuration: configuration.host, restorer: plan.restorer, initialSequence: plan.baseSequence,
-            replay: { driver in try self.replay(plan, driver: driver) },
+            workflow: plan.root, configuration: configuration.host, restorer: plan.restorer, versions: versions,
+            initialSequence: plan.baseSequence,
+            replay: { driver in try self.replay(plan, driver: driver, versions: versions) { unchecked = $0.uncheckedDigests } },
             inspect: { tree in
                 do {
                     for (path, state) in tree.nodeStates() {
@@ -229,7 +243,8 @@ extension WorkflowStore {
                 }
             })
         if let inspectionError { throw inspectionError }
-        return StateTree(instance: id, sequence: plan.target, nodes: nodes, digest: digest, codec: configuration.codec, waits: waits)
+        return StateTree(instance: id, sequence: plan.target, nodes: nodes, digest: digest, codec: configuration.codec, waits: waits,
+                         uncheckedDigests: unchecked)
     }
 }
 

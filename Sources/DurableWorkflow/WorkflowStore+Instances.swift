@@ -14,8 +14,10 @@ extension WorkflowStore {
         let record = try create(id: id, type: W.self, entries: [try propsEntry(workflow, id: id, time: now, configuration: configuration)],
                                 time: now, configuration: configuration)
         configuration.logger.debug("started an instance", metadata: ["instance": "\(id)", "workflow": "\(W.workflowName)"])
-        let journal = InstanceJournal(store: self, instanceID: id, record: record, configuration: configuration)
-        return try WorkflowHost(workflow: workflow, configuration: configuration.hostConfiguration, journal: journal, initialSequence: 1)
+        let versions = configuration.newInstanceVersions()
+        let journal = InstanceJournal(store: self, instanceID: id, record: record, configuration: configuration, versions: versions)
+        return try WorkflowHost(
+            workflow: workflow, configuration: configuration.hostConfiguration, journal: journal, versions: versions, initialSequence: 1)
     }
 
     /// Resumes instance `id` after a restart: rebuilds its tree from its latest snapshot (or its
@@ -30,6 +32,19 @@ extension WorkflowStore {
     public func resume<W: DurableWorkflow>(
         id: String, as type: W.Type, configuration: DurableConfiguration = DurableConfiguration()
     ) throws -> WorkflowHost<W> where W.Rendering: Sendable, W.Output: Sendable {
+        try resume(id: id, as: type, configuration: configuration, checkingCodeVersion: true)
+    }
+
+    /// ``resume(id:as:configuration:)``; `checkingCodeVersion: false` when the caller knows the
+    /// configuration runs the instance's code version (``resumeAll(_:configuration:)``).
+    func resume<W: DurableWorkflow>(
+        id: String, as type: W.Type, configuration: DurableConfiguration, checkingCodeVersion: Bool
+    ) throws -> WorkflowHost<W> where W.Rendering: Sendable, W.Output: Sendable {
+        if checkingCodeVersion, configuration.supportedCodeVersions != .all {
+            // Refused before the claim: a build that runs it may be claiming it meanwhile.
+            guard let record = try record(id: id) else { throw notFound(id) }
+            try checkCodeVersion(of: record, configuration: configuration)
+        }
         // The claim comes first and returns the instance as it stands; its newest snapshot and
         // the entries after it are then read at once (one round trip to a database server).
         let claimed: StoredInstance
@@ -66,7 +81,8 @@ extension WorkflowStore {
             throw error
         }
         let configuration = plan.configuration
-        let journal = InstanceJournal(store: self, instanceID: id, record: claimed, configuration: configuration)
+        let versions = plan.makeVersions()
+        let journal = InstanceJournal(store: self, instanceID: id, record: claimed, configuration: configuration, versions: versions)
         // A failed replay stops the host, which releases the claim (hostDidStop).
         let started = ContinuousClock.now
         let span = configuration.activeTracer.map { Self.replaySpan($0, id: id, type: W.self, plan: plan) }
@@ -74,7 +90,10 @@ extension WorkflowStore {
         do {
             host = try WorkflowHost(
                 workflow: plan.root, configuration: configuration.hostConfiguration, journal: journal, restorer: plan.restorer,
-                initialSequence: plan.baseSequence, replay: { driver in try self.replay(plan, driver: driver) })
+                versions: versions, initialSequence: plan.baseSequence,
+                replay: { driver in
+                    try self.replay(plan, driver: driver, versions: versions) { summary in journal.recordedForms = summary.forms }
+                })
         } catch {
             configuration.logger.debug("an instance could not be replayed", metadata: ["instance": "\(id)", "error": "\(error)"])
             span?.recordError(error)
@@ -90,6 +109,17 @@ extension WorkflowStore {
         // An instance `resumeAll` marked failed runs again once it replays.
         if claimed.status == .failed { try setStatus(.running, id: id) }
         return host
+    }
+
+    /// Throws ``DurableError/Kind/unsupportedCodeVersion`` unless the configuration runs the
+    /// code version `record` started under.
+    func checkCodeVersion(of record: StoredInstance, configuration: DurableConfiguration) throws {
+        guard !configuration.supportedCodeVersions.contains(record.codeVersion) else { return }
+        let started = record.codeVersion.map { "the code version \"\($0)\"" } ?? "no code version"
+        throw DurableError(
+            .unsupportedCodeVersion, store: path, instance: record.id,
+            detail: "the instance started under \(started), and this build runs \(configuration.supportedCodeVersions)",
+            recovery: "Leave it to a build that runs it, or add its version to DurableConfiguration.supportedCodeVersions if this build replays it")
     }
 
     private func cancelled(_ id: String) -> DurableError {
@@ -110,8 +140,10 @@ extension WorkflowStore {
     /// Entry 1 of a new instance: its root props.
     func propsEntry<W: DurableWorkflow>(_ workflow: W, id: String, time: WallTime, configuration: DurableConfiguration) throws -> LogEntry {
         let props = try StateCoding.encode(workflow, codec: configuration.codec, what: "root props", store: path, instance: id)
+        // A new instance takes the newest version of every marker its build declares.
         return LogEntry(sequence: 1, time: time, origin: .props, nodePath: Self.rootPath(of: W.self), actionTag: LogEntry.propsTag,
-                        actionVersion: 1, payload: props, digest: nil)
+                        actionVersion: 1, payload: props, digest: nil,
+                        notes: EntryNotes(versionMarkers: InstanceVersions.newest(of: configuration.versionMarkers)))
     }
 
     /// Creates instance `id` of root type `W` with `entries` (from sequence 1) in one commit,
@@ -126,7 +158,7 @@ extension WorkflowStore {
             created = try storageCall(instance: id) { () throws(StorageFailure) in
                 try backend.create(NewInstance(
                     id: id, workflowType: W.workflowName, codec: configuration.codec.name, status: .running,
-                    created: time.nanosecondsSinceEpoch, claim: claim, entries: records))
+                    created: time.nanosecondsSinceEpoch, claim: claim, entries: records, codeVersion: configuration.codeVersion))
             }
         } catch {
             // As for a failed claim: no host runs with it.
@@ -188,12 +220,14 @@ extension WorkflowStore {
         try? backend.release(id: id, claim: owner)
     }
 
-    /// Every instance, optionally only those with `status` and/or root workflow `type` (type name).
-    public func instances(status: InstanceStatus? = nil, workflowType: String? = nil) throws -> [InstanceInfo] {
+    /// Every instance, optionally only those with `status`, root workflow `type` (type name)
+    /// and/or `codeVersion` (the code version they started under; `.some(nil)`: none).
+    public func instances(status: InstanceStatus? = nil, workflowType: String? = nil, codeVersion: String?? = nil) throws -> [InstanceInfo] {
         try storageCall(instance: nil) { () throws(StorageFailure) in try backend.instances() }
             .filter { record in
                 (status == nil || record.status == status)
                     && (workflowType == nil || record.workflowType == workflowType || record.workflowType.hasSuffix(".\(workflowType!)"))
+                    && (codeVersion == nil || record.codeVersion == codeVersion!)
             }
             .map(\.info)
     }

@@ -24,17 +24,18 @@ extension WorkflowStore {
         if let refusal = configuration.refusal(of: A.self, store: path, instance: id) { throw refusal }
         let now = configuration.host.clock.now()
         let rootPath = Self.rootPath(of: W.self)
-        let entries = [
-            try propsEntry(workflow, id: id, time: now, configuration: configuration),
-            try Self.firstActionEntry(firstAction, of: workflow, at: rootPath, time: now, configuration: configuration, store: path, instance: id),
-        ]
+        let (first, forms) = try Self.firstActionEntry(
+            firstAction, of: workflow, at: rootPath, time: now, configuration: configuration, store: path, instance: id)
+        let entries = [try propsEntry(workflow, id: id, time: now, configuration: configuration), first]
         let record = try create(id: id, type: W.self, entries: entries, time: now, configuration: configuration)
         configuration.logger.debug("started an instance with its first action", metadata: [
             "instance": "\(id)", "workflow": "\(W.workflowName)", "action": "\(A.tag)",
         ])
-        let journal = InstanceJournal(store: self, instanceID: id, record: record, configuration: configuration)
+        let versions = configuration.newInstanceVersions()
+        let journal = InstanceJournal(store: self, instanceID: id, record: record, configuration: configuration, versions: versions)
+        journal.recordedForms = forms
         return try WorkflowHost(
-            workflow: workflow, configuration: configuration.hostConfiguration, journal: journal, initialSequence: 1,
+            workflow: workflow, configuration: configuration.hostConfiguration, journal: journal, versions: versions, initialSequence: 1,
             replay: { driver in try driver.apply(firstAction, at: rootPath, origin: .sink, time: now, sequence: 2) })
     }
 
@@ -74,7 +75,11 @@ extension WorkflowStore {
     /// undecodable action, a corrupt entry, a divergent replay) is marked `InstanceStatus.failed`
     /// and listed as such; fix the cause and ``resume(id:as:configuration:)`` it, which marks it
     /// running again. An instance another live host holds, or that a storage error kept from
-    /// resuming, keeps its status. Results are in order of instance id.
+    /// resuming, keeps its status, and so does one that fixed a version marker this build no
+    /// longer supports (``DurableError/Kind/unsupportedVersion``). Instances started under a code
+    /// version the configuration does not run (``DurableConfiguration/supportedCodeVersions``)
+    /// are not claimed: each is listed with ``DurableError/Kind/unsupportedCodeVersion``, and one
+    /// warning counts them by version. Results are in order of instance id.
     ///
     /// Where the backend serves several calls at once (`StorageBackend.concurrentCalls`:
     /// PostgreSQL, whose claims and reads are round trips), as many instances are resumed at
@@ -83,9 +88,36 @@ extension WorkflowStore {
         _ type: W.Type, configuration: DurableConfiguration = DurableConfiguration()
     ) throws -> [ResumeResult<W>] where W.Rendering: Sendable, W.Output: Sendable {
         let typeName = W.workflowName
-        let ids = try storageCall(instance: nil) { () throws(StorageFailure) in try backend.instances() }
+        let running = try storageCall(instance: nil) { () throws(StorageFailure) in try backend.instances() }
             .filter { $0.status == .running && $0.workflowType == typeName }
-            .map(\.id).sorted()
+            .sorted { $0.id < $1.id }
+        // Instances of code versions this build does not run are left as they are, unclaimed.
+        var unsupported: [ResumeResult<W>] = []
+        for record in running where !configuration.supportedCodeVersions.contains(record.codeVersion) {
+            do {
+                try checkCodeVersion(of: record, configuration: configuration)
+            } catch let error as DurableError {
+                unsupported.append(ResumeResult(id: record.id, outcome: .failure(error)))
+            }
+        }
+        if !unsupported.isEmpty {
+            let versions = Dictionary(grouping: running.filter { !configuration.supportedCodeVersions.contains($0.codeVersion) }) {
+                $0.codeVersion ?? "none"
+            }.mapValues(\.count).sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
+            configuration.logger.warning("instances of code versions this build does not run are left for a build that runs them", metadata: [
+                "workflow": "\(W.workflowName)", "count": "\(unsupported.count)", "versions": "\(versions)",
+                "supported": "\(configuration.supportedCodeVersions)",
+            ])
+        }
+        let ids = running.filter { configuration.supportedCodeVersions.contains($0.codeVersion) }.map(\.id)
+        let resumed = try resumeAll(ids: ids, as: type, configuration: configuration)
+        return unsupported.isEmpty ? resumed : (resumed + unsupported).sorted { $0.id < $1.id }
+    }
+
+    /// Resumes instances `ids` (in that order in the result) as ``resumeAll(_:configuration:)`` does.
+    private func resumeAll<W: DurableWorkflow>(
+        ids: [String], as type: W.Type, configuration: DurableConfiguration
+    ) throws -> [ResumeResult<W>] where W.Rendering: Sendable, W.Output: Sendable {
         let workers = min(backend.concurrentCalls, ids.count)
         guard workers > 1 else { return ids.map { resumeForAll(id: $0, as: type, configuration: configuration) } }
         let results = Lock([ResumeResult<W>?](repeating: nil, count: ids.count))
@@ -117,7 +149,8 @@ extension WorkflowStore {
         id: String, as type: W.Type, configuration: DurableConfiguration
     ) -> ResumeResult<W> where W.Rendering: Sendable, W.Output: Sendable {
         do {
-            return ResumeResult(id: id, outcome: .success(try resume(id: id, as: type, configuration: configuration)))
+            return ResumeResult(id: id, outcome: .success(
+                try resume(id: id, as: type, configuration: configuration, checkingCodeVersion: false)))
         } catch let error as DurableError {
             if error.kind.meansTheLogCannotBeReplayed {
                 try? setStatus(.failed, id: id)
@@ -138,11 +171,12 @@ extension WorkflowStore {
     }
 
     /// The log entry of `action` applied to a new root `workflow` at `time` (sequence 2), with
-    /// the digest the configuration asks for at that sequence.
+    /// the digest the configuration asks for at that sequence (and the state forms it was
+    /// computed over, noted with it when they are not all of version 1).
     private static func firstActionEntry<W: DurableWorkflow, A: DurableAction>(
         _ action: A, of workflow: W, at rootPath: NodePath, time: WallTime, configuration: DurableConfiguration,
         store: String, instance: String
-    ) throws -> LogEntry where A.WorkflowType == W, W.Rendering: Sendable, W.Output: Sendable {
+    ) throws -> (LogEntry, RecordedForms) where A.WorkflowType == W, W.Rendering: Sendable, W.Output: Sendable {
         let codec = configuration.codec
         let payload: [UInt8]
         do {
@@ -152,18 +186,24 @@ extension WorkflowStore {
                                detail: "the first action could not be encoded: \(error)")
         }
         var digest: UInt64?
+        var forms = RecordedForms()
         if case .every(let interval) = configuration.digests, interval > 0, 2 % UInt64(interval) == 0 {
             // The state after the action, from a tree that only replays it (nothing is released).
             let digests = StateDigests(codec: codec, store: store, instance: instance)
             let result = DigestResult()
             try WorkflowHost<W>.inspect(
-                workflow: workflow, configuration: configuration.host, restorer: nil, initialSequence: 1,
-                replay: { driver in try driver.apply(action, at: rootPath, origin: .sink, time: time, sequence: 2) },
-                inspect: { tree in result.value = Result { try digests.digest(of: tree) } })
+                workflow: workflow, configuration: configuration.host, restorer: nil, versions: configuration.newInstanceVersions(),
+                initialSequence: 1, replay: { driver in try driver.apply(action, at: rootPath, origin: .sink, time: time, sequence: 2) },
+                inspect: { tree in
+                    result.value = Result { try digests.digest(of: tree) }
+                    result.forms = RecordedForms().changes(in: tree)
+                })
             digest = try result.value?.get()
+            forms.learn(result.forms)
         }
-        return LogEntry(sequence: 2, time: time, origin: .sink, nodePath: rootPath, actionTag: A.tag, actionVersion: A.version,
-                        payload: payload, digest: digest)
+        let entry = LogEntry(sequence: 2, time: time, origin: .sink, nodePath: rootPath, actionTag: A.tag, actionVersion: A.version,
+                             payload: payload, digest: digest, notes: EntryNotes(stateVersions: forms.versions))
+        return (entry, forms)
     }
 }
 
@@ -186,6 +226,8 @@ public struct ResumeResult<W: Workflow & Sendable>: Sendable where W.Rendering: 
 /// The digest an inspection computed (set once, on the calling thread).
 private final class DigestResult {
     var value: Result<UInt64, any Error>?
+    /// The state forms of the tree it was computed over, where not of version 1.
+    var forms: [String: Int] = [:]
 }
 
 extension DurableConfiguration {

@@ -2,6 +2,15 @@ import Logging
 import Workflow
 import WorkflowStorage
 
+/// What a replay found besides the tree.
+struct ReplaySummary {
+    /// The state forms the log's digests were recorded under at its end.
+    let forms: RecordedForms
+    /// How many recorded digests it could not compare: recorded under a state form this build
+    /// cannot take its state back to (a field removed, a form changed, a newer form).
+    let uncheckedDigests: Int
+}
+
 /// What a replay of one instance starts from and goes to.
 struct ReplayPlan<W: DurableWorkflow> {
     let id: String
@@ -18,6 +27,20 @@ struct ReplayPlan<W: DurableWorkflow> {
     /// Entries already read with the snapshot (a resume's `StorageBackend.readTail`), from the
     /// one after it (from the props entry without one); the replay reads on after them.
     var prefetched: LogRecords? = nil
+    /// The version markers the instance had fixed at `baseSequence` (the snapshot's, or those
+    /// its first entry noted).
+    var markers: [String: Int] = [:]
+    /// The state forms its digests were recorded under at `baseSequence`.
+    var recordedForms: [String: Int] = [:]
+
+    /// The versions a tree replayed from this plan takes, when the build or the instance has
+    /// any (`nil`: no marker declared or fixed, no code version).
+    func makeVersions() -> InstanceVersions? {
+        let declared = configuration.versionMarkers
+        guard !declared.isEmpty || !markers.isEmpty || record.codeVersion != nil else { return nil }
+        return InstanceVersions(codeVersion: record.codeVersion, declared: declared, markers: markers,
+                                programmerErrors: configuration.host.programmerErrors)
+    }
 }
 
 extension WorkflowStore {
@@ -67,26 +90,48 @@ extension WorkflowStore {
         }
         if let entries = prefetched, entries.firstSequence != (snapshot?.sequence ?? 0) + 1 { prefetched = nil }
         let props: [UInt8]
+        var markers: [String: Int] = [:]
         if let snapshot {
             props = snapshot.rootProps
+            markers = snapshot.versionMarkers
         } else if let entries = prefetched, !entries.isEmpty,
                   let first = entries.record(1).withUnsafeBytes({ LogEntry.decode($0, sequence: 1) }), first.isProps {
             props = first.payload
+            markers = first.notes.versionMarkers
         } else {
             guard let first = try readEntries(record: record, id: id, from: 1, through: 1).first, first.isProps else {
                 throw corrupt(id, sequence: 1)
             }
             props = first.payload
+            markers = first.notes.versionMarkers
         }
         guard let root = StateCoding.decode(W.self, from: props, codec: configuration.codec) else {
             throw DurableError(.undecodablePayload, store: path, instance: id, sequence: snapshot?.sequence ?? 1,
                                actionTag: LogEntry.propsTag, detail: "the root props do not decode as \(W.workflowName)",
                                recovery: "Decode with the codec and workflow type the instance was started with")
         }
-        return ReplayPlan(
+        let plan = ReplayPlan(
             id: id, record: record, root: root, rootProps: props, baseSequence: snapshot?.sequence ?? 1, target: target,
             restorer: snapshot.map { SnapshotRestorer(snapshot: $0, codec: configuration.codec) }, configuration: configuration,
-            prefetched: prefetched)
+            prefetched: prefetched, markers: markers, recordedForms: snapshot?.stateVersions ?? [:])
+        // A version the instance fixed and this build dropped: refused before anything replays.
+        for (marker, version) in markers.sorted(by: { $0.key < $1.key }) {
+            if let supported = configuration.versionMarkers[marker], !supported.contains(version) {
+                throw unsupported(UnsupportedVersion(marker: marker, version: version, supported: supported), id: id,
+                                  sequence: plan.baseSequence)
+            }
+        }
+        return plan
+    }
+
+    /// The error of an instance that fixed a version marker at a version this build does not support.
+    func unsupported(_ found: UnsupportedVersion, id: String, sequence: UInt64?) -> DurableError {
+        DurableError(
+            .unsupportedVersion, store: path, instance: id, sequence: sequence,
+            detail: "the instance takes version \(found.version) of the version marker \"\(found.marker)\", "
+                + "and this build supports \(found.supported.lowerBound)...\(found.supported.upperBound)",
+            recovery: "Run it on a build that supports version \(found.version) (keep \(found.version) in "
+                + "DurableConfiguration.versionMarkers[\"\(found.marker)\"] until no instance needs it: `wfctl versions` lists them)")
     }
 
     /// The newest readable snapshot of `record` at or before `sequence`; a corrupt one is skipped
@@ -127,12 +172,17 @@ extension WorkflowStore {
         }
     }
 
-    /// Applies the plan's entries to the tree through `driver` with the instance's codec, checking recorded digests.
-    func replay<W: DurableWorkflow>(_ plan: ReplayPlan<W>, driver: any ReplayDriver) throws
-    where W.Rendering: Sendable, W.Output: Sendable {
+    /// Applies the plan's entries to the tree through `driver` with the instance's codec, checking
+    /// recorded digests; `versions` (the tree's) learns the markers entries fixed. `finished`
+    /// gets what the replay found: the state forms the log's digests were recorded under at its
+    /// end (for a journal that goes on writing), and how many digests it could not compare.
+    func replay<W: DurableWorkflow>(
+        _ plan: ReplayPlan<W>, driver: any ReplayDriver, versions: InstanceVersions? = nil, finished: ((ReplaySummary) -> Void)? = nil
+    ) throws where W.Rendering: Sendable, W.Output: Sendable {
         // The first render pass built the tree from the snapshot: a state that did not decode, or
         // one no node took, means the snapshot is not this build's tree (rule D11).
         if let mismatch = plan.restorer?.mismatch() { throw mismatch }
+        if let found = versions?.unsupported { throw unsupported(found, id: plan.id, sequence: plan.baseSequence) }
         let configuration = plan.configuration
         let observers = configuration.observers, started = ContinuousClock.now
         for observer in observers { observer.replayWillStart(instance: plan.id, from: plan.baseSequence, to: plan.target) }
@@ -141,7 +191,8 @@ extension WorkflowStore {
         }
         var next = plan.baseSequence + 1
         var decoders = DecoderCache(
-            ownBytes: configuration.codec is BinaryPayloadCodec, digests: StateDigests(codec: configuration.codec, store: path, instance: plan.id))
+            ownBytes: configuration.codec is BinaryPayloadCodec, digests: StateDigests(codec: configuration.codec, store: path, instance: plan.id),
+            forms: RecordedForms(plan.recordedForms), versions: versions)
         var cache = LogEntry.DecodingCache()
         while next <= plan.target {
             // The entries read with the snapshot first, then chunks pulled from the store.
@@ -163,6 +214,7 @@ extension WorkflowStore {
             for observer in observers { observer.replayProgress(instance: plan.id, sequence: last, target: plan.target) }
             next = last + 1
         }
+        finished?(ReplaySummary(forms: decoders.forms, uncheckedDigests: decoders.unchecked))
         let duration = ContinuousClock.now - started
         for observer in observers {
             observer.replayDidFinish(instance: plan.id, entries: plan.target - plan.baseSequence, duration: duration)
@@ -178,6 +230,12 @@ extension WorkflowStore {
         /// Whether types that read their own bytes do (the codec is `BinaryPayloadCodec`).
         let ownBytes: Bool
         let digests: StateDigests
+        /// The state forms the digests read so far were recorded under.
+        var forms: RecordedForms
+        /// The tree's versions, which learn the markers entries fixed.
+        let versions: InstanceVersions?
+        /// How many recorded digests could not be compared (a form that cannot be taken back).
+        var unchecked = 0
 
         mutating func decoder(for entry: LogEntry.View, in registry: ActionRegistry) -> ActionRegistry.Decoder? {
             if let decode, entry.actionVersion == version, entry.actionTag == tag { return decode }
@@ -193,6 +251,11 @@ extension WorkflowStore {
         _ entry: LogEntry.View, plan: ReplayPlan<W>, driver: any ReplayDriver, configuration: DurableConfiguration,
         decoders: inout DecoderCache
     ) throws {
+        if !entry.notes.isEmpty {
+            // Decided while the entry was applied and rendered: known before replay applies it.
+            decoders.versions?.learn(entry.notes.versionMarkers)
+            decoders.forms.learn(entry.notes.stateVersions)
+        }
         if entry.isAcknowledgement {
             // Applies nothing: it says which root outputs a consumer no longer needs delivered.
             guard entry.payload.count == 8 else {
@@ -228,8 +291,19 @@ extension WorkflowStore {
             if case .noNode(let path) = mismatch { detail += ": " + ReplayExplanation.missingNode(path, in: driver.tree) }
             throw failure(.replayMismatch, entry, plan.id, detail, recovery: ReplayExplanation.missingNodeRecovery)
         }
+        if let found = decoders.versions?.unsupported { throw unsupported(found, id: plan.id, sequence: entry.sequence) }
         if configuration.checksRecordedDigests, let recorded = entry.digest {
-            let actual = try decoders.digests.digest(of: driver.tree)
+            let actual: UInt64
+            if decoders.forms.differ(in: driver.tree) {
+                // Recorded under other state forms than this build's: compared in those forms.
+                guard let digest = try decoders.digests.digest(of: driver.tree, recordedForms: decoders.forms.versions) else {
+                    decoders.unchecked += 1
+                    return
+                }
+                actual = digest
+            } else {
+                actual = try decoders.digests.digest(of: driver.tree)
+            }
             if actual != recorded {
                 let after = Self.stateText(at: entry.nodePath, in: driver.tree, codec: configuration.codec)
                 let unordered = ReplayExplanation.holdsUnorderedCollection(at: entry.nodePath, in: driver.tree)

@@ -9,6 +9,8 @@ public typealias InstanceStatus = WorkflowStorage.InstanceStatus
 public typealias StoreStatistics = WorkflowStorage.StorageStatistics
 /// One finding of ``WorkflowStore/check(progress:)``.
 public typealias StoreDamage = WorkflowStorage.StoreDamage
+/// The code versions a build runs (``DurableConfiguration/supportedCodeVersions``).
+public typealias SupportedCodeVersions = WorkflowStorage.SupportedCodeVersions
 
 /// Many workflow instances, each with its own log (rule D6), kept by a `StorageBackend`: LMDB
 /// (`WorkflowStore.open(path:)` from `WorkflowLMDB`, the embedded default) or memory

@@ -96,6 +96,36 @@ public final class RenderContext<WorkflowType: Workflow> {
         return backend.clock
     }
 
+    /// The version of the marker `name` this instance takes (rule V1): the one it fixed when it
+    /// first reached the marker, as its log says; version 1 where its logged entries reach the
+    /// marker without having fixed it (they were written by code from before the marker); the
+    /// newest ``HostConfiguration/versionMarkers`` declares when it reaches it live for the first
+    /// time (logged with the entry whose render pass this is, so every replay takes the same
+    /// branch). A new instance starts with the newest version of every declared marker. Branch on
+    /// it to keep what old instances declared:
+    ///
+    /// ```swift
+    /// if context.version("charge-worker") == 1 { context.run(ChargeWorker(), key: "charge") }
+    /// ```
+    ///
+    /// A marker that is not declared is a programmer error; a version the build no longer
+    /// supports stops the instance with `DurableError.Kind.unsupportedVersion`.
+    public func version(_ name: String) -> Int {
+        guard checkValid("version(\(name))") else { return 1 }
+        guard let versions = backend.versions else {
+            programmerErrors.raise("the version marker \"\(name)\" is not declared: add it to HostConfiguration.versionMarkers")
+            return 1
+        }
+        return versions.version(name)
+    }
+
+    /// The code version the instance started under (`DurableConfiguration.codeVersion` of the
+    /// build that started it); `nil` in memory or when none was configured.
+    public var codeVersion: String? {
+        guard checkValid("codeVersion") else { return nil }
+        return backend.versions?.codeVersion
+    }
+
     /// Reports a programmer error with this workflow's policy (for extensions of the context).
     package func programmerError(_ message: String) {
         programmerErrors.raise(message)
@@ -136,11 +166,15 @@ package protocol RenderContextBackend<WorkflowType>: AnyObject {
     func dependency(_ type: ObjectIdentifier) -> (any Sendable)?
     /// The host's clock.
     var clock: any WorkflowClock { get }
+    /// The versions the tree's code takes (`nil`: no marker declared, no code version).
+    var versions: InstanceVersions? { get }
 }
 
 extension RenderContextBackend {
     /// The system clock, for backends that have no other.
     package var clock: any WorkflowClock { SystemClock() }
+    /// No versions, for backends that have none.
+    package var versions: InstanceVersions? { nil }
 
     /// Renders a child without output through the general path.
     package func render<Child: Workflow>(_ child: Child, key: String) -> Child.Rendering where Child.Output == Never {

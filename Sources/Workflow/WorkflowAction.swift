@@ -22,15 +22,17 @@ public protocol WorkflowAction<WorkflowType>: Sendable {
     /// specialised for each action type where the type is declared, so the runtime's generic code
     /// needs no type lookup per action (for the context and the optional output).
     func _apply(
-        toState state: inout WorkflowType.State, props: WorkflowType, now: WallTime, emit: (WorkflowType.Output) -> Void)
+        toState state: inout WorkflowType.State, props: WorkflowType, now: WallTime, versions: InstanceVersions?,
+        emit: (WorkflowType.Output) -> Void)
 }
 
 extension WorkflowAction {
     @inlinable
     public func _apply(
-        toState state: inout WorkflowType.State, props: WorkflowType, now: WallTime, emit: (WorkflowType.Output) -> Void
+        toState state: inout WorkflowType.State, props: WorkflowType, now: WallTime, versions: InstanceVersions?,
+        emit: (WorkflowType.Output) -> Void
     ) {
-        if let output = apply(toState: &state, context: ApplyContext(props: props, now: now)) { emit(output) }
+        if let output = apply(toState: &state, context: ApplyContext(props: props, now: now, versions: versions)) { emit(output) }
     }
 
     public func apply(toState state: inout WorkflowType.State, context: ApplyContext<WorkflowType>) -> WorkflowType.Output? {
@@ -49,13 +51,57 @@ public struct ApplyContext<WorkflowType: Workflow> {
     /// The time the action was applied. Durable hosts log it and replay the same value, so use
     /// it (never the system clock) for anything the state remembers, such as deadlines.
     public let now: WallTime
+    /// The versions the tree's code takes (`nil`: none declared).
+    @usableFromInline let versions: InstanceVersions?
 
     /// Creates a context around `props` at `now`; the runtime and testers make these.
     @inlinable @inline(__always)
     public init(props: WorkflowType, now: WallTime = .now()) {
         self.props = props
         self.now = now
+        self.versions = nil
     }
+
+    /// A context whose instance takes `versionMarkers` and started under `codeVersion`, for tests
+    /// of actions that branch on them (markers not listed are taken at version 1).
+    public init(props: WorkflowType, now: WallTime = .now(), versionMarkers: [String: Int], codeVersion: String? = nil) {
+        self.props = props
+        self.now = now
+        self.versions = InstanceVersions(
+            codeVersion: codeVersion, declared: versionMarkers.mapValues { $0...$0 }, markers: versionMarkers, programmerErrors: .trap)
+        self.versions?.isReplaying = true
+    }
+
+    @inlinable @inline(__always)
+    package init(props: WorkflowType, now: WallTime, versions: InstanceVersions?) {
+        self.props = props
+        self.now = now
+        self.versions = versions
+    }
+
+    /// The version of the marker `name` this instance takes (rule V1): the one it fixed when it
+    /// first reached the marker, as its log says; version 1 where its logged entries reach the
+    /// marker without having fixed it (they were written by code from before the marker); the
+    /// newest ``HostConfiguration/versionMarkers`` declares when it reaches it live for the first
+    /// time (logged with this action's entry, so every replay takes the same branch). A new
+    /// instance starts with the newest version of every declared marker.
+    ///
+    /// ```swift
+    /// state.total += context.version("fee") >= 2 ? price + 250 : price
+    /// ```
+    ///
+    /// A marker that is not declared is a programmer error; a version the build no longer
+    /// supports stops the instance with `DurableError.Kind.unsupportedVersion`.
+    public func version(_ name: String) -> Int {
+        guard let versions else {
+            preconditionFailure("the version marker \"\(name)\" is not declared: add it to HostConfiguration.versionMarkers")
+        }
+        return versions.version(name)
+    }
+
+    /// The code version the instance started under (`DurableConfiguration.codeVersion` of the
+    /// build that started it); `nil` in memory or when none was configured.
+    public var codeVersion: String? { versions?.codeVersion }
 }
 
 /// An action made from a closure, for in-memory workflows and tests.

@@ -11,6 +11,12 @@ public enum ProgrammerErrorPolicy: Sendable {
     /// Hand the message to a closure and carry on.
     case report(@Sendable (String) -> Void)
 
+    /// Whether errors stop the process.
+    package var traps: Bool {
+        if case .trap = self { return true }
+        return false
+    }
+
     package func raise(_ message: String, file: StaticString = #fileID, line: UInt = #line) {
         switch self {
         case .trap: fatalError("Workflow programmer error: \(message)", file: file, line: line)

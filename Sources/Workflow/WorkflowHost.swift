@@ -19,6 +19,11 @@ public struct HostConfiguration: Sendable {
     /// Services that `render` reaches through ``RenderContext/dependency(_:)`` (a signal center,
     /// a client): things that are not props because they are not values.
     public var dependencies: [ObjectIdentifier: any Sendable] = [:]
+    /// The version markers this build's code supports, each with the versions of it the code can
+    /// run (`["fee": 1...2]`); ``ApplyContext/version(_:)`` and ``RenderContext/version(_:)``
+    /// answer from them. A new instance takes the newest version of each; narrow a range once no
+    /// instance needs the versions left out (a durable resume refuses an instance that does).
+    public var versionMarkers: [String: ClosedRange<Int>] = [:]
 
     /// Adds `service` as the dependency of type `T`.
     public mutating func provide<T: Sendable>(_ service: T, as type: T.Type = T.self) {
@@ -59,9 +64,13 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
     /// Creates the root node from `workflow` and runs the first render pass before returning.
     public init(workflow: W, configuration: HostConfiguration = HostConfiguration()) {
         do {
+            let versions = configuration.versionMarkers.isEmpty ? nil : InstanceVersions(
+                codeVersion: nil, declared: configuration.versionMarkers, markers: InstanceVersions.newest(of: configuration.versionMarkers),
+                programmerErrors: configuration.programmerErrors)
             runtime = try WorkflowRuntime(
                 workflow: workflow, observers: configuration.observers, programmerErrors: configuration.programmerErrors,
-                clock: configuration.clock, dependencies: configuration.dependencies, bufferOutputs: configuration.bufferOutputs)
+                clock: configuration.clock, dependencies: configuration.dependencies, bufferOutputs: configuration.bufferOutputs,
+                versions: versions)
         } catch {
             preconditionFailure("an in-memory host cannot fail to start: \(error)")
         }
@@ -71,25 +80,26 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
     /// rebuilt by `replay` before anything is released.
     package init(
         workflow: W, configuration: HostConfiguration, journal: any RuntimeJournal,
-        restorer: (any StateRestorer)? = nil, initialSequence: UInt64? = nil,
+        restorer: (any StateRestorer)? = nil, versions: InstanceVersions? = nil, initialSequence: UInt64? = nil,
         replay: ((any ReplayDriver) throws -> Void)? = nil
     ) throws {
         runtime = try WorkflowRuntime(
             workflow: workflow, observers: configuration.observers, programmerErrors: configuration.programmerErrors,
             clock: configuration.clock, dependencies: configuration.dependencies, bufferOutputs: configuration.bufferOutputs,
-            acknowledgedOutputs: configuration.acknowledgedOutputs, journal: journal, restorer: restorer,
+            acknowledgedOutputs: configuration.acknowledgedOutputs, journal: journal, restorer: restorer, versions: versions,
             initialSequence: initialSequence, replay: replay)
     }
 
     /// Builds the tree from `workflow` (and `restorer`), runs `replay`, hands the tree to
     /// `inspect`, and ends it: no worker, side effect, rendering or output ever leaves.
     package static func inspect(
-        workflow: W, configuration: HostConfiguration, restorer: (any StateRestorer)?, initialSequence: UInt64,
-        replay: @escaping (any ReplayDriver) throws -> Void, inspect: @escaping (any RuntimeTree) -> Void
+        workflow: W, configuration: HostConfiguration, restorer: (any StateRestorer)?, versions: InstanceVersions? = nil,
+        initialSequence: UInt64, replay: @escaping (any ReplayDriver) throws -> Void, inspect: @escaping (any RuntimeTree) -> Void
     ) throws {
         _ = try WorkflowRuntime(
             workflow: workflow, observers: [], programmerErrors: configuration.programmerErrors, clock: configuration.clock,
-            dependencies: configuration.dependencies, restorer: restorer, initialSequence: initialSequence, replay: replay, inspect: inspect)
+            dependencies: configuration.dependencies, restorer: restorer, versions: versions, initialSequence: initialSequence,
+            replay: replay, inspect: inspect)
     }
 
     /// The error that stopped a durable host (its log could not be written); `nil` while it runs.

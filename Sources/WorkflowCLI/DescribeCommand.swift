@@ -54,6 +54,7 @@ struct Describe: ParsableCommand {
         record.add("id", instance.id)
         record.add("type", instance.workflowType)
         record.add("status", instance.status.rawValue)
+        record.add("code version", instance.codeVersion ?? "-")
         record.add("last sequence", "\(instance.lastSequence)")
         record.add("snapshot", instance.lastSnapshot == 0 ? "-" : "\(instance.lastSnapshot)")
         record.add("created", iso(instance.created))

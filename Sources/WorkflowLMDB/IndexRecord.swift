@@ -11,12 +11,15 @@ enum IndexRecord {
     /// The sequence at which format 1 kept the mutable part in `log`.
     static let formatOneStateSequence = UInt64.max
 
+    /// The static part: version 3 when the instance has a code version (after the codec), else
+    /// version 2.
     static func encodedStatic(_ instance: StoredInstance) -> [UInt8] {
-        var bytes: [UInt8] = [2]
+        var bytes: [UInt8] = [instance.codeVersion == nil ? 2 : 3]
         append(instance.key, to: &bytes)
         append(instance.created, to: &bytes)
         append(instance.workflowType, to: &bytes)
         append(instance.codec, to: &bytes)
+        if let codeVersion = instance.codeVersion { append(codeVersion, to: &bytes) }
         return bytes
     }
 
@@ -82,14 +85,20 @@ enum IndexRecord {
     }
 
     /// The static part of instance `id`; the mutable fields are zero until ``withState(_:_:)``
-    /// fills them. Version 1 (before codecs were recorded) was always written with JSON.
+    /// fills them. Version 1 (before codecs were recorded) was always written with JSON; version
+    /// 3 adds the code version.
     static func decodeStatic(_ bytes: UnsafeRawBufferPointer, id: String) -> StoredInstance? {
         var fields = Fields(bytes: bytes)
-        guard let version = fields.next(UInt8.self), version == 1 || version == 2,
+        guard let version = fields.next(UInt8.self), (1...3).contains(version),
               let key = fields.next(UInt64.self), let created = fields.next(Int64.self), let type = fields.nextString(),
               let codec = version >= 2 ? fields.nextString() : "json" else { return nil }
+        var codeVersion: String?
+        if version >= 3 {
+            guard let read = fields.nextString() else { return nil }
+            codeVersion = read
+        }
         return StoredInstance(id: id, key: key, workflowType: type, codec: codec, status: .running, created: created, updated: created,
-                              lastSequence: 0, lastSnapshot: 0, claim: .none)
+                              lastSequence: 0, lastSnapshot: 0, claim: .none, codeVersion: codeVersion)
     }
 
     /// The mutable part of an instance's record. A commit reads and rewrites only this: it holds

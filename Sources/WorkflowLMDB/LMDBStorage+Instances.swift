@@ -17,7 +17,8 @@ extension LMDBStorage {
                 }
                 let stored = StoredInstance(
                     id: new.id, key: key, workflowType: new.workflowType, codec: new.codec, status: new.status, created: new.created,
-                    updated: new.created, lastSequence: new.entries.lastSequence, lastSnapshot: 0, claim: new.claim)
+                    updated: new.created, lastSequence: new.entries.lastSequence, lastSnapshot: 0, claim: new.claim,
+                    codeVersion: new.codeVersion)
                 try txn.put(IndexRecord.encodedState(stored, journaledFrom: 0), forKey: key, in: layout.state)
                 try txn.put(IndexRecord.encodedStatic(stored), forKey: new.id, in: layout.instances)
                 return stored

@@ -53,7 +53,7 @@ public final class LMDBStorage: StorageBackend {
     package let checkpoints: JournalCheckpoints
 
     /// The format this library writes (a newer one is refused, an older one migrated).
-    public static let formatVersion: UInt32 = 8
+    public static let formatVersion: UInt32 = 9
 
     /// The declared, ordered upgrades from older formats.
     static let migrations: [Migration] = [
@@ -99,6 +99,11 @@ public final class LMDBStorage: StorageBackend {
         // under the deleted instance and count them among the store's entries: it must refuse
         // the store instead. Nothing stored changes.
         Migration(name: "deleted instances leave their journal entries to the next checkpoint", from: 7) { _, _ in },
+        // Format 9 entries and snapshots may carry version markers and state versions (entry
+        // format 3, snapshot format 3), and index records a code version (static part version
+        // 3), which a library that reads up to format 8 would take for damage: it must refuse the
+        // store instead. Nothing stored changes.
+        Migration(name: "entries, snapshots and instances may carry code versions", from: 8) { _, _ in },
     ]
 
     /// A declared, named upgrade of the store format, applied in order at open.

@@ -1274,6 +1274,62 @@ enum PostgresSchema {
             END $$
             """,
         ],
+        [
+            // Code versions (rules V1, V4): the version each instance started under, and the
+            // versions each host runs (NULL: every one), by which takeovers are spread. A library
+            // that reads up to format 12 would also take entries and snapshots with version notes
+            // for damage: it refuses the store instead.
+            "ALTER TABLE %SCHEMA%.wf_instance ADD COLUMN code_version text",
+            "ALTER TABLE %SCHEMA%.wf_host ADD COLUMN code_versions text[]",
+            "ALTER TABLE %SCHEMA%.wf_host ADD COLUMN runs_unversioned boolean NOT NULL DEFAULT true",
+            "DROP PROCEDURE %SCHEMA%.wf_create",
+            """
+            CREATE PROCEDURE %SCHEMA%.wf_create(
+                p_id text, p_type text, p_codec text, p_status smallint, p_created bigint,
+                p_pid integer, p_start bigint, p_token bigint, p_host bigint, p_records bytea[], p_code_version text,
+                INOUT new_key bigint)
+            LANGUAGE plpgsql AS $$
+            BEGIN
+                INSERT INTO %SCHEMA%.wf_instance (id, workflow_type, codec, status, created_ns, updated_ns, last_seq,
+                                                  owner_pid, owner_start, owner_token, owner_host, code_version)
+                VALUES (p_id, p_type, p_codec, p_status, p_created, p_created, cardinality(p_records), p_pid, p_start, p_token, p_host,
+                        p_code_version)
+                ON CONFLICT (id) DO NOTHING
+                RETURNING instance_key INTO new_key;
+                IF new_key IS NOT NULL THEN
+                    INSERT INTO %SCHEMA%.wf_log (instance_key, seq, record)
+                    SELECT new_key, t.ord, t.rec FROM unnest(p_records) WITH ORDINALITY AS t(rec, ord);
+                END IF;
+                COMMIT;
+            END $$
+            """,
+            "DROP PROCEDURE %SCHEMA%.wf_claim_free",
+            """
+            CREATE PROCEDURE %SCHEMA%.wf_claim_free(
+                p_id text, p_pid integer, p_start bigint, p_token bigint, p_host bigint,
+                INOUT o_key bigint, INOUT o_type text, INOUT o_codec text, INOUT o_status smallint, INOUT o_created bigint,
+                INOUT o_updated bigint, INOUT o_last_seq bigint, INOUT o_last_snapshot bigint, INOUT o_code_version text)
+            LANGUAGE plpgsql AS $$
+            BEGIN
+                UPDATE %SCHEMA%.wf_instance
+                   SET owner_pid = p_pid, owner_start = p_start, owner_token = p_token, owner_host = p_host
+                 WHERE id = p_id AND owner_pid = 0 AND owner_start = 0 AND owner_token = 0 AND owner_host = 0
+                RETURNING instance_key, workflow_type, codec, status, created_ns, updated_ns, last_seq, last_snapshot, code_version
+                     INTO o_key, o_type, o_codec, o_status, o_created, o_updated, o_last_seq, o_last_snapshot, o_code_version;
+                COMMIT;
+            END $$
+            """,
+            // The code versions a host runs, for the spread of takeovers.
+            """
+            CREATE PROCEDURE %SCHEMA%.wf_host_code_versions(p_host bigint, p_versions text[], p_unversioned boolean, INOUT done boolean)
+            LANGUAGE plpgsql AS $$
+            BEGIN
+                UPDATE %SCHEMA%.wf_host SET code_versions = p_versions, runs_unversioned = p_unversioned WHERE host_id = p_host;
+                done := FOUND;
+                COMMIT;
+            END $$
+            """,
+        ],
     ]
 
     /// `statement` for the store in `schema`.

@@ -6,7 +6,8 @@ import WorkflowStorage
 extension PostgresStorage {
     /// The columns of `wf_instance` that make a ``StoredInstance``, in the order `storedInstance(_:)` reads.
     static let instanceColumns =
-        "id, instance_key, workflow_type, codec, status, created_ns, updated_ns, last_seq, last_snapshot, owner_pid, owner_start, owner_token"
+        "id, instance_key, workflow_type, codec, status, created_ns, updated_ns, last_seq, last_snapshot, owner_pid, owner_start, owner_token, "
+            + "code_version"
 
     /// ``instanceColumns``, each prefixed with `i.` (for queries that join other tables).
     static let qualifiedInstanceColumns = qualified(instanceColumns, by: "i")
@@ -24,7 +25,7 @@ extension PostgresStorage {
                     """
                     CALL \(unescaped: self.schema).wf_create(\(new.id), \(new.workflowType), \(new.codec), \(Self.code(new.status)), \
                     \(new.created), \(new.claim.pid), \(Int64(bitPattern: new.claim.processStart)), \(Int64(bitPattern: new.claim.token)), \
-                    \(host), \(Self.buffers(new.entries)), NULL)
+                    \(host), \(Self.buffers(new.entries)), \(new.codeVersion), NULL)
                     """, on: connection)
                 return try rows.first?.decode(Int64?.self)
             }
@@ -36,7 +37,8 @@ extension PostgresStorage {
         guard let key else { return nil }
         return StoredInstance(
             id: new.id, key: UInt64(bitPattern: key), workflowType: new.workflowType, codec: new.codec, status: new.status,
-            created: new.created, updated: new.created, lastSequence: new.entries.lastSequence, lastSnapshot: 0, claim: new.claim)
+            created: new.created, updated: new.created, lastSequence: new.entries.lastSequence, lastSnapshot: 0, claim: new.claim,
+            codeVersion: new.codeVersion)
     }
 
     public func instance(id: String) throws(StorageFailure) -> StoredInstance? {
@@ -117,16 +119,16 @@ extension PostgresStorage {
             let rows = try self.rows(
                 """
                 CALL \(unescaped: self.schema).wf_claim_free(\(id), \(claim.pid), \(Int64(bitPattern: claim.processStart)), \
-                \(Int64(bitPattern: claim.token)), \(self.hostID), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
+                \(Int64(bitPattern: claim.token)), \(self.hostID), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
                 """, on: connection)
             guard let row = rows.first else { throw DamagedRow(detail: "the claim procedure returned no row") }
-            let (key, type, codec, status, created, updated, last, snapshot) = try row.decode(
-                (Int64?, String?, String?, Int16?, Int64?, Int64?, Int64?, Int64?).self)
+            let (key, type, codec, status, created, updated, last, snapshot, codeVersion) = try row.decode(
+                (Int64?, String?, String?, Int16?, Int64?, Int64?, Int64?, Int64?, String?).self)
             guard let key, let type, let codec, let status, let created, let updated, let last, let snapshot else { return nil }
             return StoredInstance(
                 id: id, key: UInt64(bitPattern: key), workflowType: type, codec: codec, status: try Self.status(status, id: id),
                 created: created, updated: updated, lastSequence: UInt64(bitPattern: last), lastSnapshot: UInt64(bitPattern: snapshot),
-                claim: claim)
+                claim: claim, codeVersion: codeVersion)
         }
     }
 
@@ -183,32 +185,60 @@ extension PostgresStorage {
     /// with the idempotency keys they had. The instances of this process's stopped hosts whose
     /// claims could not be cleared then (the server was out of reach) are released first, so
     /// they are listed too.
-    public func instancesToTakeOver() throws(StorageFailure) -> [String] {
+    ///
+    /// `supporting` names the code versions this host runs (rule V4; it is recorded with the
+    /// host for the others to see): an instance goes only to the live hosts that run its code
+    /// version, spread over them alone, so that a takeover never moves an instance onto a host
+    /// that cannot replay it, and one that no live host runs waits for one that does.
+    public func instancesToTakeOver(supporting: SupportedCodeVersions = .all) throws(StorageFailure) -> [String] {
         guard let lease, lease.isHeld else { return [] }
         do {
             try lease.markTakesOver()
         } catch {
             throw storageFailure(error, operation: "list instances to take over")
         }
+        try publish(supporting)
         try retryReleases()
-        let (candidates, liveHosts) = try run("list instances to take over") { connection -> ([String], [Int64]) in
+        typealias Candidate = (id: String, codeVersion: String?)
+        let (candidates, liveHosts) = try run("list instances to take over") { connection -> ([Candidate], [(Int64, SupportedCodeVersions)]) in
             let candidates = try self.rows(
                 """
-                SELECT i.id FROM \(unescaped: self.schema).wf_instance i
+                SELECT i.id, i.code_version FROM \(unescaped: self.schema).wf_instance i
                   LEFT JOIN \(unescaped: self.schema).wf_host h ON h.host_id = i.owner_host AND h.lease_until > clock_timestamp()
                  WHERE i.status = 0 AND (i.owner_pid = 0 OR (i.owner_host <> 0 AND h.host_id IS NULL))
                  ORDER BY i.id COLLATE "C"
                 """, on: connection
-            ).map { try $0.decode(String.self) }
+            ).map { row -> Candidate in try row.decode((String, String?).self) }
             let hosts = try self.rows(
                 """
-                SELECT host_id FROM \(unescaped: self.schema).wf_host WHERE lease_until > clock_timestamp() AND takes_over ORDER BY host_id
+                SELECT host_id, code_versions, runs_unversioned FROM \(unescaped: self.schema).wf_host
+                 WHERE lease_until > clock_timestamp() AND takes_over ORDER BY host_id
                 """, on: connection
-            ).map { try $0.decode(Int64.self) }
+            ).map { row -> (Int64, SupportedCodeVersions) in
+                let (host, versions, unversioned) = try row.decode((Int64, [String]?, Bool).self)
+                return (host, versions.map { .only(Set($0), unversioned: unversioned) } ?? .all)
+            }
             return (candidates, hosts)
         }
-        guard let index = liveHosts.firstIndex(of: lease.id) else { return [] }
-        return candidates.filter { Int(Self.stableHash($0) % UInt64(liveHosts.count)) == index }
+        guard liveHosts.contains(where: { $0.0 == lease.id }) else { return [] }
+        return candidates.filter { candidate in
+            let runners = liveHosts.filter { $0.1.contains(candidate.codeVersion) }.map(\.0)
+            guard let index = runners.firstIndex(of: lease.id) else { return false }
+            return Int(Self.stableHash(candidate.id) % UInt64(runners.count)) == index
+        }.map(\.id)
+    }
+
+    /// Records with this host the code versions it runs, when they changed.
+    private func publish(_ supported: SupportedCodeVersions) throws(StorageFailure) {
+        guard publishedCodeVersions.withLock({ $0 }) != supported else { return }
+        let versions = supported.versions.map { $0.sorted() }
+        try write("record the host's code versions") { connection in
+            _ = try self.rows(
+                """
+                CALL \(unescaped: self.schema).wf_host_code_versions(\(self.hostID), \(versions), \(supported.runsUnversioned), NULL)
+                """, on: connection)
+        }
+        publishedCodeVersions.withLock { $0 = supported }
     }
 
     /// FNV-1a of the id's UTF-8 bytes: the same in every process (unlike `hashValue`).
@@ -256,8 +286,8 @@ extension PostgresStorage {
             guard let row = rows.first else { return nil }
             let stored = try self.storedInstance(row)
             let columns = row.makeRandomAccess()
-            let host = try columns[12].decode(Int64.self)
-            let machine = try columns[13].decode(String?.self), live = try columns[14].decode(Bool?.self)
+            let host = try columns[13].decode(Int64.self)
+            let machine = try columns[14].decode(String?.self), live = try columns[15].decode(Bool?.self)
             let holder: Holder
             if host == 0 {
                 holder = .unknown
@@ -294,12 +324,12 @@ extension PostgresStorage {
 
     /// A row of ``instanceColumns`` as a ``StoredInstance``.
     func storedInstance(_ row: PostgresRow) throws -> StoredInstance {
-        let (id, key, type, codec, status, created, updated, last, snapshot, pid, start, token) = try row.decode(
-            (String, Int64, String, String, Int16, Int64, Int64, Int64, Int64, Int32, Int64, Int64).self)
+        let (id, key, type, codec, status, created, updated, last, snapshot, pid, start, token, codeVersion) = try row.decode(
+            (String, Int64, String, String, Int16, Int64, Int64, Int64, Int64, Int32, Int64, Int64, String?).self)
         return StoredInstance(
             id: id, key: UInt64(bitPattern: key), workflowType: type, codec: codec, status: try Self.status(status, id: id),
             created: created, updated: updated, lastSequence: UInt64(bitPattern: last), lastSnapshot: UInt64(bitPattern: snapshot),
-            claim: InstanceClaim(pid: pid, processStart: UInt64(bitPattern: start), token: UInt64(bitPattern: token)))
+            claim: InstanceClaim(pid: pid, processStart: UInt64(bitPattern: start), token: UInt64(bitPattern: token)), codeVersion: codeVersion)
     }
 
     /// How a status is stored.

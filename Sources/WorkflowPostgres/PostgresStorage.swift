@@ -37,6 +37,9 @@ public final class PostgresStorage: StorageBackend {
     /// reach): tried again before each listing of instances to take over, so that they do not
     /// stay held by this live host with nobody running them.
     let unreleased = Lock<[String: InstanceClaim]>([:])
+    /// The code versions this host last told the other hosts it runs (`nil`: none told yet, which
+    /// the hosts' table reads as every version).
+    let publishedCodeVersions = Lock<SupportedCodeVersions?>(nil)
 
     private init(configuration: PostgresConfiguration) {
         self.configuration = configuration

@@ -62,7 +62,8 @@ public final class InMemoryStorage: StorageBackend {
             new.entries.forEach { _, bytes in log.append(Array(bytes)) }
             let stored = StoredInstance(
                 id: new.id, key: key, workflowType: new.workflowType, codec: new.codec, status: new.status, created: new.created,
-                updated: new.created, lastSequence: new.entries.lastSequence, lastSnapshot: 0, claim: new.claim)
+                updated: new.created, lastSequence: new.entries.lastSequence, lastSnapshot: 0, claim: new.claim,
+                codeVersion: new.codeVersion)
             state.instances[new.id] = stored
             state.logs[key] = log
             return stored

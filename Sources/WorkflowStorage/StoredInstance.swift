@@ -22,11 +22,14 @@ public struct StoredInstance: Sendable, Hashable {
     public var lastSnapshot: UInt64
     /// Who runs it.
     public var claim: InstanceClaim
+    /// The code version it started under, fixed at creation (`nil`: none was configured).
+    public var codeVersion: String?
 
     public init(
         id: String, key: UInt64, workflowType: String, codec: String, status: InstanceStatus, created: Int64, updated: Int64,
-        lastSequence: UInt64, lastSnapshot: UInt64, claim: InstanceClaim
+        lastSequence: UInt64, lastSnapshot: UInt64, claim: InstanceClaim, codeVersion: String? = nil
     ) {
+        self.codeVersion = codeVersion
         self.id = id
         self.key = key
         self.workflowType = workflowType
@@ -52,8 +55,14 @@ public struct NewInstance: Sendable {
     public var claim: InstanceClaim
     /// Its log: sequences 1 to n, at least one.
     public var entries: LogRecords
+    /// The code version it starts under (`nil`: none).
+    public var codeVersion: String?
 
-    public init(id: String, workflowType: String, codec: String, status: InstanceStatus, created: Int64, claim: InstanceClaim, entries: LogRecords) {
+    public init(
+        id: String, workflowType: String, codec: String, status: InstanceStatus, created: Int64, claim: InstanceClaim, entries: LogRecords,
+        codeVersion: String? = nil
+    ) {
+        self.codeVersion = codeVersion
         self.id = id
         self.workflowType = workflowType
         self.codec = codec

@@ -289,6 +289,33 @@ struct GeneratedValueCodecTests {
         }
     }
 
+    @Test("a stored form read as a tree writes back exactly the codec's bytes, binary and JSON, for every generated value; edits of its fields are what the encoder writes for the edited type")
+    func storedValues() throws {
+        var values = Values(random: SeededGenerator(state: 0x5EED_0004))
+        for index in 0..<Self.count {
+            let sample = values.sample(), unordered = values.unordered()
+            for bytes in [try BinaryPayloadCodec().encode(sample), try BinaryPayloadCodec().encode(unordered),
+                          try JSONPayloadCodec().encode(sample), try JSONPayloadCodec().encode(unordered)] {
+                let (tree, form) = try StoredValue.read(bytes)
+                #expect(tree.bytes(form) == bytes, "value \(index): the stored form does not write back as it was")
+            }
+        }
+        // Removing, renaming and adding fields gives the bytes of the type with the change.
+        struct Before: Codable { var counter = 7; var items = ["a"]; var nested = Inner(flag: true, ratio: 0.5, small: 1, name: nil) }
+        struct After: Codable { var items = ["a"]; var nested = Inner(flag: true, ratio: 0.5, small: 1, name: "x"); var priority = 3; var revision = 7 }
+        for codec in [BinaryPayloadCodec() as any PayloadCodec, JSONPayloadCodec()] {
+            var (tree, form) = try StoredValue.read(try codec.encode(Before()))
+            let renamed = tree.rename(at: ["counter"], to: "revision", form: form)
+            let added = tree.insert(try StoredValue.read(try codec.encode(3)).0, at: ["priority"], form: form)
+            let nested = tree.insert(try StoredValue.read(try codec.encode("x")).0, at: ["nested", "name"], form: form)
+            let missing = tree.insert(.int(1), at: ["missing", "name"], form: form)
+            #expect(renamed && added && nested && !missing)
+            #expect(tree.bytes(form) == (try codec.encode(After())), "\(codec.name)")
+            let removed = tree.remove(at: ["priority"]), again = tree.remove(at: ["priority"])
+            #expect(removed && !again)
+        }
+    }
+
     @Test("a type's own bytes are its Codable bytes and read back, for every generated value")
     func ownBytes() throws {
         var values = Values(random: SeededGenerator(state: 0x5EED_0003))

@@ -28,7 +28,7 @@ struct WFCtlPostgresTests {
         #expect(info.lines.contains { $0.hasPrefix("instances") && $0.hasSuffix(" 1") }, "\(info.lines)")
         #expect(info.lines.contains { $0.hasPrefix("log entries") && $0.hasSuffix(" 13") }, "\(info.lines)")
         let list = try wfctl(["list", url])
-        #expect(list.lines.dropFirst().first?.hasPrefix("counter  Counter  running  13") == true, "\(list.lines)")
+        #expect(list.lines.dropFirst().first?.hasPrefix("counter  Counter  running  -        13") == true, "\(list.lines)")
         #expect(try wfctl(["log", url, "counter", "--json"]).lines.count == 13)
         #expect(try wfctl(["state", url, "counter"]).lines.last == "/Counter  12")
         #expect(try wfctl(["verify", url]).code == 0)

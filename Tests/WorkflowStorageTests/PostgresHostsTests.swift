@@ -15,13 +15,16 @@ import WorkflowStorage
 struct PostgresHostsTests {
     static let leaseMilliseconds = 1_000
 
-    /// A store of running counter instances `ids` that no host holds; returns its URL.
-    static func storeOfReleasedInstances(_ ids: [String]) async throws -> (PostgresConfiguration, String) {
+    /// A store of running counter instances `ids` that no host holds, started under
+    /// `codeVersion`; returns its URL.
+    static func storeOfReleasedInstances(_ ids: [String], codeVersion: String? = nil) async throws -> (PostgresConfiguration, String) {
         let configuration = PostgresBackendTests.fresh()
         let storage = try PostgresStorage.open(configuration)
         let store = WorkflowStore(backend: storage)
+        var counters = DurableConfiguration(actions: DurableCounter.actions)
+        counters.codeVersion = codeVersion
         for id in ids {
-            let host = try store.start(DurableCounter(), id: id, configuration: DurableConfiguration(actions: DurableCounter.actions))
+            let host = try store.start(DurableCounter(), id: id, configuration: counters)
             await host.stopAndWait()
         }
         storage.close()
@@ -80,9 +83,11 @@ struct PostgresHostsTests {
         var last = ""
         var lastRead = ContinuousClock.now
 
-        init(url: String, machine: String, mode: String) throws {
+        init(url: String, machine: String, mode: String, codeVersion: String? = nil, supporting: String = "all") throws {
             self.machine = machine
-            child = try ChildProcess(["pg-host", url, machine, mode, "\(PostgresHostsTests.leaseMilliseconds)"], mergeStandardError: true)
+            child = try ChildProcess(
+                ["pg-host", url, machine, mode, "\(PostgresHostsTests.leaseMilliseconds)"] + (codeVersion.map { [$0, supporting] } ?? []),
+                mergeStandardError: true)
         }
     }
 
@@ -142,6 +147,38 @@ struct PostgresHostsTests {
                 }
             }
         }
+    }
+
+    @Test("a mixed fleet: a host of the new build takes over none of a killed old host's instances; a host that runs the old version takes them all over, and the new build's host still none")
+    func mixedFleet() async throws {
+        let ids = (0..<6).map { "old-\($0)" }
+        let (configuration, url) = try await Self.storeOfReleasedInstances(ids, codeVersion: "v1")
+        var ledger = Ledger()
+        let old = try HostProcess(url: url, machine: "machine-old", mode: "strict", codeVersion: "v1", supporting: "v1")
+        let new = try HostProcess(url: url, machine: "machine-new", mode: "strict", codeVersion: "v2", supporting: "v2")
+        while Set(old.running) != Set(ids), ContinuousClock.now - ledger.started < .seconds(10) { ledger.read([old, new], for: .milliseconds(50)) }
+        #expect(Set(old.running) == Set(ids), "the old host runs them all: \(old.running)")
+        old.child.kill()
+        for line in old.child.readRemainingLines(timeout: .seconds(5)) { ledger.note(line, from: old) }
+        _ = try old.child.waitForExit()
+        // Well past the lease: the new build's host lists them, runs none of them.
+        ledger.read([new], for: .milliseconds(Self.leaseMilliseconds) + .seconds(2))
+        #expect(new.running.isEmpty, "the new build's host took over \(new.running)")
+        let both = try HostProcess(url: url, machine: "machine-both", mode: "strict", codeVersion: "v2", supporting: "v1,v2")
+        let deadline = ContinuousClock.now + .milliseconds(Self.leaseMilliseconds) + .seconds(5)
+        while Set(both.running) != Set(ids), ContinuousClock.now < deadline { ledger.read([new, both], for: .milliseconds(50)) }
+        #expect(Set(both.running) == Set(ids), "the host that runs v1 took over \(both.running); \(ledger.story.suffix(10))")
+        #expect(new.running.isEmpty, "the new build's host took over \(new.running)")
+        for host in [new, both] { host.child.kill() }
+        for host in [new, both] {
+            for line in host.child.readRemainingLines(timeout: .seconds(5)) { ledger.note(line, from: host) }
+            _ = try host.child.waitForExit()
+        }
+        // Each kept the code version it started under.
+        let store = WorkflowStore(backend: try PostgresStorage.open(configuration))
+        #expect(try store.instances().allSatisfy { $0.codeVersion == "v1" })
+        try store.close()
+        try await Self.replayAndCheck(ids, acknowledged: ledger.acknowledged, configuration: configuration)
     }
 
     @Test(

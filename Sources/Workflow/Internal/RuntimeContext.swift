@@ -43,6 +43,8 @@ final class RuntimeContext: RuntimeTree {
     var lastOutputSequence: UInt64 = 0
     /// States recorded by a snapshot, for the nodes a resume creates.
     @exclusivity(unchecked) var restorer: (any StateRestorer)?
+    /// The versions the tree's code takes (`nil`: no marker declared, no code version).
+    @exclusivity(unchecked) var versions: InstanceVersions?
     /// Whether applied actions are kept (`setLastApplied`; a durable host's journal reads them).
     @exclusivity(unchecked) var recordsActions = false
     /// The originating action just applied, for the journal (in `appliedSlot` while

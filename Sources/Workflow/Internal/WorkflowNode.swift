@@ -98,7 +98,9 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
             runtime.lastAppliedOrigin = origin
         }
         guard runtime.observers.isEmpty else { return applyObserved(action, origin: origin) }
-        action._apply(toState: &stateSlot.value, props: workflow, now: runtime.currentTime) { output in outputHandler?(output) }
+        action._apply(toState: &stateSlot.value, props: workflow, now: runtime.currentTime, versions: runtime.versions) { output in
+            outputHandler?(output)
+        }
     }
 
     @inline(never)
@@ -106,7 +108,8 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
         let completions = runtime.observers.compactMap {
             $0.actionWillApply(ActionEvent(node: info, action: action, origin: origin, stateBefore: stateSlot.value))
         }
-        let output = action.apply(toState: &stateSlot.value, context: ApplyContext(props: workflow, now: runtime.currentTime))
+        let output = action.apply(
+            toState: &stateSlot.value, context: ApplyContext(props: workflow, now: runtime.currentTime, versions: runtime.versions))
         for completion in completions { completion(stateSlot.value, output) }
         if let output { outputHandler?(output) }
     }
@@ -209,6 +212,8 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
     // MARK: RenderContextBackend
 
     var clock: any WorkflowClock { runtime.clock }
+
+    var versions: InstanceVersions? { runtime.versions }
 
     func makeSink<Action: WorkflowAction>(of actionType: Action.Type) -> Sink<Action> where Action.WorkflowType == W {
         let type = ObjectIdentifier(actionType)

@@ -92,7 +92,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         workflow: Root, observers: [any WorkflowObserver], programmerErrors: ProgrammerErrorPolicy,
         clock: any WorkflowClock = SystemClock(), dependencies: [ObjectIdentifier: any Sendable] = [:],
         bufferOutputs: Bool = true, acknowledgedOutputs: Bool = false, journal: (any RuntimeJournal)? = nil,
-        restorer: (any StateRestorer)? = nil, initialSequence: UInt64? = nil,
+        restorer: (any StateRestorer)? = nil, versions: InstanceVersions? = nil, initialSequence: UInt64? = nil,
         replay: ((any ReplayDriver) throws -> Void)? = nil, inspect: ((any RuntimeTree) -> Void)? = nil
     ) throws {
         (outputs, outputContinuation) = AsyncStream.makeStream(of: Root.Output.self)
@@ -102,6 +102,11 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         let context = RuntimeContext(observers: observers, programmerErrors: programmerErrors, clock: clock)
         context.dependencies = dependencies
         context.restorer = restorer
+        // Without versions, asking for a marker traps; a policy that reports gets empty ones to
+        // report the undeclared marker through.
+        context.versions = versions ?? (programmerErrors.traps ? nil : InstanceVersions(
+            codeVersion: nil, declared: [:], markers: [:], programmerErrors: programmerErrors))
+        versions?.isReplaying = replay != nil
         context.instanceID = journal?.instanceID
         context.recordsActions = journal != nil
         if let journal { context.admission = { type in journal.admit(type) } }
@@ -154,6 +159,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
                 throw error
             }
             context.isReplaying = false
+            versions?.isReplaying = false
             if self.acknowledgedOutputs { dropAcknowledgedOutputs() }
         }
         if let inspect {

@@ -445,6 +445,9 @@ do {
         // the resume returned on `MachineClock`) and drives each
         // with `await sendAndWait(Add(amount: n))` for n = applied+1, ..., printing "ack ID n"
         // once n is committed, and "lost ID" when a send fails (the instance was taken away).
+        // With CODE_VERSION and SUPPORTED (a comma-separated list of versions, "none" among them
+        // for instances started under none, or "all"): the host's build runs under that code
+        // version and takes over only the instances whose code version it supports.
         #if Postgres
         guard var configuration = PostgresConfiguration(url: arguments[1]) else { fail("not a PostgreSQL URL: \(arguments[1])") }
         configuration.machine = arguments[2]
@@ -452,7 +455,12 @@ do {
         let mode: DurableConfiguration.Mode = arguments[3] == "grouped" ? .grouped(maxBatch: 64, maxDelay: .milliseconds(2)) : .strict
         let storage = try PostgresStorage.open(configuration)
         let store = WorkflowStore(backend: storage)
-        let counters = DurableConfiguration(mode: mode, actions: DurableCounter.actions, snapshotEvery: 50)
+        var counters = DurableConfiguration(mode: mode, actions: DurableCounter.actions, snapshotEvery: 50)
+        if arguments.count > 6 {
+            counters.codeVersion = arguments[5]
+            let listed = Set(arguments[6].split(separator: ",").map(String.init))
+            counters.supportedCodeVersions = listed == ["all"] ? .all : .only(listed.subtracting(["none"]), unversioned: listed.contains("none"))
+        }
         let running = RunningSet()
         let watch = LoopWatch()
         say("host ready")
@@ -461,7 +469,7 @@ do {
             let assigned: [String]
             do {
                 watch.enter("listing")
-                assigned = try storage.instancesToTakeOver()
+                assigned = try storage.instancesToTakeOver(supporting: counters.supportedCodeVersions)
             } catch {
                 say("skip listing \(error)")
                 watch.enter("sleeping")
