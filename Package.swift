@@ -49,8 +49,8 @@ let package = Package(
         .target(name: "WorkflowMemory"),
         // The in-memory runtime: workflows, actions, sinks, children, workers, side effects, host.
         .target(name: "Workflow", dependencies: ["WorkflowLocks", "WorkflowMemory"]),
-        // Render and action testers for users' own tests (works from Swift Testing and XCTest).
-        .target(name: "WorkflowTesting", dependencies: ["Workflow", "WorkflowLocks"]),
+        // Render and action testers for users' own tests (works from Swift Testing and XCTest), and the replay gate over exports.
+        .target(name: "WorkflowTesting", dependencies: ["Workflow", "WorkflowLocks", "DurableWorkflow"]),
         // The storage protocol the engine speaks, knowing no backend, and the in-memory backend.
         .target(name: "WorkflowStorage", dependencies: ["WorkflowLocks"]),
         // The durable engine: every applied action in a store's log, state rebuilt by replay.
@@ -140,7 +140,7 @@ let package = Package(
             name: "wf-test-child",
             dependencies: [
                 "LMDB", "Workflow", "DurableWorkflow", "WorkflowLMDB", "WorkflowPostgres", "WorkflowSignals", "WorkflowFeedback", "TestSupport",
-                "TestWorkflows", "WorkflowLocks", "WorkflowService",
+                "TestWorkflows", "WorkflowLocks", "WorkflowService", "WorkflowTesting",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -23,6 +23,12 @@ public struct ActionRegistry: Sendable {
 
     private(set) var decoders: [Key: Decoders] = [:]
 
+    /// Writes an action in an older version's form (rule V1's rollback phase).
+    typealias Encoder = @Sendable (any DurableAction, any PayloadCodec) throws -> [UInt8]
+
+    /// The encoders of older versions, for builds that still write them.
+    private(set) var encoders: [Key: Encoder] = [:]
+
     /// An empty registry.
     public init() {}
 
@@ -57,6 +63,24 @@ public struct ActionRegistry: Sendable {
         decoders[Key(tag: A.tag, version: version)] = Decoders(codable: { bytes, codec in try decode(Array(bytes), codec) }, own: nil)
     }
 
+    /// Registers how `version` of the action tagged `A.tag` is read (`decode`, from an old
+    /// encoding to today's action) and written (`encode`, today's action in that version's form):
+    /// a build that reads the new version but still writes this one
+    /// (``DurableConfiguration/writtenActionVersions``) can be rolled back to the build before it.
+    public mutating func register<A: DurableAction>(
+        _ type: A.Type, version: Int, decode: @escaping @Sendable ([UInt8], any PayloadCodec) throws -> A,
+        encode: @escaping @Sendable (A, any PayloadCodec) throws -> [UInt8]
+    ) {
+        register(type, version: version, decode: decode)
+        encoders[Key(tag: A.tag, version: version)] = { action, codec in
+            guard let action = action as? A else { throw ActionEncodingMismatch(tag: A.tag, version: version) }
+            return try encode(action, codec)
+        }
+    }
+
+    /// The encoder of `version` of `tag`, if one is registered.
+    func encoder(tag: String, version: Int) -> Encoder? { encoders[Key(tag: tag, version: version)] }
+
     /// Whether `tag` at `version` can be decoded.
     public func knows(tag: String, version: Int) -> Bool { decoders[Key(tag: tag, version: version)] != nil }
 
@@ -66,4 +90,11 @@ public struct ActionRegistry: Sendable {
         guard let found = decoders[Key(tag: tag, version: version)] else { return nil }
         return ownBytes ? found.own ?? found.codable : found.codable
     }
+}
+
+/// An encoder registered for a tag got an action of another type.
+struct ActionEncodingMismatch: Error, CustomStringConvertible {
+    let tag: String
+    let version: Int
+    var description: String { "the encoder registered for version \(version) of \(tag) got an action of another type" }
 }

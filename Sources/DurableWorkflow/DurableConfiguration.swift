@@ -96,6 +96,13 @@ public struct DurableConfiguration: Sendable {
         get { host.versionMarkers }
         set { host.versionMarkers = newValue }
     }
+    /// The version each action tag is written in, where it is not the action type's current
+    /// `DurableAction.version` (rule V1): the first step of rolling out an encoding change. A
+    /// build that reads version 2 of `order.addItem` but still writes version 1 (its encoder
+    /// registered with `ActionRegistry.register(_:version:decode:encode:)`) can be rolled back to
+    /// the build before it, which reads only version 1; once no build that needs version 1 runs,
+    /// the next build drops the entry and writes version 2.
+    public var writtenActionVersions: [String: Int] = [:]
     /// The code versions this build runs (rule V4; default: every one): `resume` and
     /// `resumeAll` refuse an instance started under another with
     /// ``DurableError/Kind/unsupportedCodeVersion`` (it stays as it is, for a build that runs it),

@@ -10,20 +10,36 @@ public struct EntryNotes: Sendable, Hashable {
     /// Workflow name to the version of its state's stored form (``VersionedState``), from this
     /// entry on: digests recorded from here were computed over that form.
     public var stateVersions: [String: Int]
+    /// The workers (timers, tasks, signal waits and other workers) the entry's render pass began
+    /// or stopped declaring, by `<node path>#<key>`: the sequence each declared one started at
+    /// (its idempotency key's), or 0 for one no longer declared. With ``declaresAllWorkers``,
+    /// every worker the tree declares after the entry, none stopped. What the build that wrote a
+    /// log declared can then be told at any of its entries (a replay gate's render diff).
+    public var declaredWorkers: [String: Int]
+    /// Whether ``declaredWorkers`` holds every declared worker rather than the changes (the first
+    /// render pass a host of a build records).
+    public var declaresAllWorkers: Bool
 
     /// No notes.
-    public init(versionMarkers: [String: Int] = [:], stateVersions: [String: Int] = [:]) {
+    public init(
+        versionMarkers: [String: Int] = [:], stateVersions: [String: Int] = [:], declaredWorkers: [String: Int] = [:],
+        declaresAllWorkers: Bool = false
+    ) {
         self.versionMarkers = versionMarkers
         self.stateVersions = stateVersions
+        self.declaredWorkers = declaredWorkers
+        self.declaresAllWorkers = declaresAllWorkers
     }
 
     /// Whether there is nothing to note.
-    public var isEmpty: Bool { versionMarkers.isEmpty && stateVersions.isEmpty }
+    public var isEmpty: Bool { versionMarkers.isEmpty && stateVersions.isEmpty && declaredWorkers.isEmpty && !declaresAllWorkers }
 
     /// These notes and `other`'s, `other` winning for a name both hold.
     func merging(_ other: EntryNotes) -> EntryNotes {
         EntryNotes(versionMarkers: versionMarkers.merging(other.versionMarkers) { $1 },
-                   stateVersions: stateVersions.merging(other.stateVersions) { $1 })
+                   stateVersions: stateVersions.merging(other.stateVersions) { $1 },
+                   declaredWorkers: other.declaresAllWorkers ? other.declaredWorkers : declaredWorkers.merging(other.declaredWorkers) { $1 },
+                   declaresAllWorkers: declaresAllWorkers || other.declaresAllWorkers)
     }
 
     // MARK: Binary form
@@ -33,13 +49,19 @@ public struct EntryNotes: Sendable, Hashable {
     private enum Kind: UInt8 {
         case versionMarkers = 1
         case stateVersions = 2
+        // Replay does not depend on what render declared: a reader that does not know these
+        // skips them.
+        case workerChanges = 0x81
+        case allWorkers = 0x82
     }
 
     /// The notes as stored in a record: per kind, its byte and a block of (name, version) pairs
     /// in name order.
     func encoded() -> [UInt8] {
         var writer = ByteWriter()
-        for (kind, values) in [(Kind.versionMarkers, versionMarkers), (.stateVersions, stateVersions)] where !values.isEmpty {
+        let workers = declaresAllWorkers ? Kind.allWorkers : .workerChanges
+        for (kind, values) in [(Kind.versionMarkers, versionMarkers), (.stateVersions, stateVersions), (workers, declaredWorkers)]
+        where !values.isEmpty || kind == .allWorkers {
             var block = ByteWriter()
             block.write(UInt32(values.count))
             for (name, version) in values.sorted(by: { $0.key < $1.key }) {
@@ -69,6 +91,10 @@ public struct EntryNotes: Sendable, Hashable {
                 switch kind {
                 case .versionMarkers: notes.versionMarkers = values
                 case .stateVersions: notes.stateVersions = values
+                case .workerChanges: notes.declaredWorkers = values
+                case .allWorkers:
+                    notes.declaredWorkers = values
+                    notes.declaresAllWorkers = true
                 }
             }
         } catch {

@@ -30,6 +30,11 @@ final class InstanceJournal: RuntimeJournal {
     var recordedForms = RecordedForms()
     /// The tree structure whose state forms were last compared with `recordedForms`.
     @exclusivity(unchecked) private var formsCheckedAt: UInt64?
+    /// The workers the log says the tree declares (`<path>#<key>` to start sequence): `nil`
+    /// until this host's first render pass notes them all.
+    @exclusivity(unchecked) private var loggedWorkers: [String: Int]?
+    /// The tree's declarations when the workers were last compared with `loggedWorkers`.
+    @exclusivity(unchecked) private var workersCheckedAt: UInt64 = 0
 
     /// A journal for an instance whose `record` already carries this host's `owner` claim.
     init(
@@ -78,9 +83,35 @@ final class InstanceJournal: RuntimeJournal {
                 detail: "\(A.self) was applied to a durable host but is not a DurableAction, so it cannot be logged",
                 recovery: "Make the action Codable and conform it to DurableAction (and register it)")
         }
+        if !configuration.writtenActionVersions.isEmpty, let written = configuration.writtenActionVersions[encoder.tag],
+           written != encoder.version {
+            return try record(action, writtenAs: written, tag: encoder.tag, at: path, origin: origin, time: time)
+        }
         currentSequence += 1
         pending.append(action, encoder: encoder, at: path, sequence: currentSequence, origin: origin, time: time)
         if let tracer { pending.spans.append(actionSpan(tracer, tag: encoder.tag, path: path, origin: origin)) }
+    }
+
+    /// Records `action` in the form of an older `version` of its tag (the configuration still
+    /// writes it), encoded now by the encoder registered for that version.
+    @inline(never)
+    private func record<A: WorkflowAction>(
+        _ action: A, writtenAs version: Int, tag: String, at path: NodePath, origin: ActionOrigin, time: WallTime
+    ) throws {
+        guard let durable = action as? any DurableAction, let encode = configuration.actions.encoder(tag: tag, version: version) else {
+            throw DurableError(.actionNotRegistered, store: store.path, instance: instanceID, sequence: currentSequence + 1, actionTag: tag,
+                               detail: "no encoder is registered for version \(version) of \(tag), which the configuration writes")
+        }
+        let payload: [UInt8]
+        do {
+            payload = try encode(durable, configuration.codec)
+        } catch {
+            throw DurableError(.notCodable, store: store.path, instance: instanceID, sequence: currentSequence + 1, actionTag: tag,
+                               nodePath: path.description, detail: "the action could not be encoded as version \(version): \(error)")
+        }
+        currentSequence += 1
+        pending.append(payload: payload, tag: tag, version: version, at: path, sequence: currentSequence, origin: origin, time: time)
+        if let tracer { pending.spans.append(actionSpan(tracer, tag: tag, path: path, origin: origin)) }
     }
 
     /// A span from an action's apply to its commit.
@@ -116,6 +147,7 @@ final class InstanceJournal: RuntimeJournal {
 
     func renderPassDidFinish(tree: any RuntimeTree, listener: any JournalListener, awaited: Bool) throws -> CommitProgress {
         if let versions { try noteVersions(versions) }
+        if loggedWorkers == nil || tree.declarationVersion != workersCheckedAt { noteDeclaredWorkers(of: tree) }
         if case .every(let interval) = configuration.digests, interval > 0, currentSequence % UInt64(interval) == 0,
            !pending.entries.isEmpty {
             if tree.structureVersion != formsCheckedAt { noteStateForms(of: tree) }
@@ -151,6 +183,30 @@ final class InstanceJournal: RuntimeJournal {
         }
         let decided = versions.takeDecided()
         if !decided.isEmpty { pending.noteLast(EntryNotes(versionMarkers: decided)) }
+    }
+
+    /// Notes, with the entry being recorded, the workers its render pass began or stopped
+    /// declaring (all of them at a host's first render pass), so the log says what each build
+    /// declared (a replay gate's render diff).
+    @inline(never)
+    private func noteDeclaredWorkers(of tree: any RuntimeTree) {
+        workersCheckedAt = tree.declarationVersion
+        guard !pending.entries.isEmpty else { return }
+        let declared = Self.declaredWorkers(of: tree)
+        if let logged = loggedWorkers {
+            var changes: [String: Int] = [:]
+            for (name, start) in declared where logged[name] != start { changes[name] = start }
+            for name in logged.keys where declared[name] == nil { changes[name] = 0 }
+            if !changes.isEmpty { pending.noteLast(EntryNotes(declaredWorkers: changes)) }
+        } else {
+            pending.noteLast(EntryNotes(declaredWorkers: declared, declaresAllWorkers: true))
+        }
+        loggedWorkers = declared
+    }
+
+    /// The workers `tree` declares, by `<path>#<key>`, with their start sequences.
+    static func declaredWorkers(of tree: any RuntimeTree) -> [String: Int] {
+        Dictionary(tree.workerStarts().map { (Snapshot.workerKey($0.path, $0.key), Int($0.sequence)) }) { first, _ in first }
     }
 
     /// Notes, with the entry about to get a digest, the state forms of the tree's workflows that

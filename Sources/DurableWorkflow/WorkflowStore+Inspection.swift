@@ -31,6 +31,11 @@ public struct StateTree: Sendable {
     /// cannot take its states back to (``StateRevision/removed(_:in:)``,
     /// ``StateRevision/changed(in:_:)``, or a form newer than this build's).
     public let uncheckedDigests: Int
+    /// What the log says the tree declared after `sequence` (`nil`: it does not tell), for a
+    /// replay gate's render diff.
+    var recordedWorkers: [String: Int]?
+    /// The sequence the replay started from (a snapshot's, or 1).
+    var replayedFrom: UInt64 = 1
 
     /// A worker the tree declares, and what it waits for.
     public struct Wait: Sendable, Hashable {
@@ -110,11 +115,14 @@ public struct VerificationReport: Sendable {
 
 extension WorkflowStore {
     /// The state tree of instance `id` right after entry `sequence` (default: the last), rebuilt
-    /// by replay from the nearest earlier snapshot. Read-only: no worker or side effect runs.
+    /// by replay from the nearest earlier snapshot (`usingSnapshots: false`: from the first
+    /// entry, what this build's code computes from the log alone). Read-only: no worker or side
+    /// effect runs.
     public func state<W: DurableWorkflow>(
-        of id: String, as type: W.Type, at sequence: UInt64? = nil, configuration: DurableConfiguration = DurableConfiguration()
+        of id: String, as type: W.Type, at sequence: UInt64? = nil, usingSnapshots: Bool = true,
+        configuration: DurableConfiguration = DurableConfiguration()
     ) throws -> StateTree where W.Rendering: Sendable, W.Output: Sendable {
-        try rebuild(id: id, as: type, through: sequence, useSnapshot: true, configuration: configuration)
+        try rebuild(id: id, as: type, through: sequence, useSnapshot: usingSnapshots, configuration: configuration)
     }
 
     /// Replays instance `id` from its first entry checking every recorded digest, then again from
@@ -205,7 +213,7 @@ extension WorkflowStore {
     /// The state tree of `id` after entry `through` (default: the last), replayed from the
     /// latest snapshot at or before it when `useSnapshot` and the snapshot fits this build, else
     /// from the first entry.
-    private func rebuild<W: DurableWorkflow>(
+    func rebuild<W: DurableWorkflow>(
         id: String, as type: W.Type, through: UInt64?, useSnapshot: Bool, configuration: DurableConfiguration
     ) throws -> StateTree where W.Rendering: Sendable, W.Output: Sendable {
         try withSnapshotFallback(id: id, useSnapshot: useSnapshot, logger: configuration.logger) { useSnapshot in
@@ -215,7 +223,7 @@ extension WorkflowStore {
 
     /// ``rebuild(id:as:through:useSnapshot:configuration:)`` without the fallback: a snapshot
     /// that does not fit throws ``SnapshotMismatch``.
-    private func rebuildOnce<W: DurableWorkflow>(
+    func rebuildOnce<W: DurableWorkflow>(
         id: String, as type: W.Type, through: UInt64?, useSnapshot: Bool, configuration: DurableConfiguration
     ) throws -> StateTree where W.Rendering: Sendable, W.Output: Sendable {
         let plan = try replayPlan(id: id, as: type, through: through, useSnapshot: useSnapshot, configuration: configuration)
@@ -224,12 +232,12 @@ extension WorkflowStore {
         var waits: [StateTree.Wait] = []
         var digest: UInt64 = 0
         var inspectionError: (any Error)?
-        var unchecked = 0
+        var summary: ReplaySummary?
         let versions = plan.makeVersions()
         try WorkflowHost<W>.inspect(
             workflow: plan.root, configuration: configuration.host, restorer: plan.restorer, versions: versions,
             initialSequence: plan.baseSequence,
-            replay: { driver in try self.replay(plan, driver: driver, versions: versions) { unchecked = $0.uncheckedDigests } },
+            replay: { driver in try self.replay(plan, driver: driver, versions: versions) { summary = $0 } },
             inspect: { tree in
                 do {
                     for (path, state) in tree.nodeStates() {
@@ -243,8 +251,11 @@ extension WorkflowStore {
                 }
             })
         if let inspectionError { throw inspectionError }
-        return StateTree(instance: id, sequence: plan.target, nodes: nodes, digest: digest, codec: configuration.codec, waits: waits,
-                         uncheckedDigests: unchecked)
+        var tree = StateTree(instance: id, sequence: plan.target, nodes: nodes, digest: digest, codec: configuration.codec, waits: waits,
+                             uncheckedDigests: summary?.uncheckedDigests ?? 0)
+        tree.recordedWorkers = summary?.recordedWorkers
+        tree.replayedFrom = plan.baseSequence
+        return tree
     }
 }
 

@@ -179,30 +179,40 @@ extension WorkflowStore {
     ) throws -> (LogEntry, RecordedForms) where A.WorkflowType == W, W.Rendering: Sendable, W.Output: Sendable {
         let codec = configuration.codec
         let payload: [UInt8]
+        var version = A.version
         do {
-            payload = try codec.encode(action)
+            if let written = configuration.writtenActionVersions[A.tag], written != A.version,
+               let encode = configuration.actions.encoder(tag: A.tag, version: written) {
+                payload = try encode(action, codec)
+                version = written
+            } else {
+                payload = try codec.encode(action)
+            }
         } catch {
             throw DurableError(.notCodable, store: store, instance: instance, sequence: 2, actionTag: A.tag, nodePath: rootPath.description,
                                detail: "the first action could not be encoded: \(error)")
         }
         var digest: UInt64?
         var forms = RecordedForms()
+        let result = DigestResult()
         if case .every(let interval) = configuration.digests, interval > 0, 2 % UInt64(interval) == 0 {
             // The state after the action, from a tree that only replays it (nothing is released).
             let digests = StateDigests(codec: codec, store: store, instance: instance)
-            let result = DigestResult()
             try WorkflowHost<W>.inspect(
                 workflow: workflow, configuration: configuration.host, restorer: nil, versions: configuration.newInstanceVersions(),
                 initialSequence: 1, replay: { driver in try driver.apply(action, at: rootPath, origin: .sink, time: time, sequence: 2) },
                 inspect: { tree in
                     result.value = Result { try digests.digest(of: tree) }
                     result.forms = RecordedForms().changes(in: tree)
+                    result.workers = InstanceJournal.declaredWorkers(of: tree)
                 })
             digest = try result.value?.get()
             forms.learn(result.forms)
         }
-        let entry = LogEntry(sequence: 2, time: time, origin: .sink, nodePath: rootPath, actionTag: A.tag, actionVersion: A.version,
-                             payload: payload, digest: digest, notes: EntryNotes(stateVersions: forms.versions))
+        let entry = LogEntry(sequence: 2, time: time, origin: .sink, nodePath: rootPath, actionTag: A.tag, actionVersion: version,
+                             payload: payload, digest: digest,
+                             notes: EntryNotes(stateVersions: forms.versions, declaredWorkers: result.workers ?? [:],
+                                               declaresAllWorkers: result.workers != nil))
         return (entry, forms)
     }
 }
@@ -228,6 +238,8 @@ private final class DigestResult {
     var value: Result<UInt64, any Error>?
     /// The state forms of the tree it was computed over, where not of version 1.
     var forms: [String: Int] = [:]
+    /// The workers that tree declares.
+    var workers: [String: Int]?
 }
 
 extension DurableConfiguration {
@@ -238,6 +250,13 @@ extension DurableConfiguration {
                 .actionNotDurable, store: store, instance: instance,
                 detail: "\(type) was sent to a durable host but is not a DurableAction, so it cannot be logged",
                 recovery: "Make the action Codable, conform it to DurableAction and register it in DurableConfiguration.actions")
+        }
+        if let written = writtenActionVersions[durable.tag], written != durable.version,
+           actions.encoder(tag: durable.tag, version: written) == nil || !actions.knows(tag: durable.tag, version: written) {
+            return DurableError(
+                .actionNotRegistered, store: store, instance: instance, actionTag: durable.tag,
+                detail: "the configuration writes version \(written) of \(durable.tag), and no encoder (or decoder) is registered for it",
+                recovery: "Register both: ActionRegistry.register(\(type).self, version: \(written), decode:encode:)")
         }
         guard actions.knows(tag: durable.tag, version: durable.version) else {
             return DurableError(

@@ -2,12 +2,13 @@ import Workflow
 import WorkflowStorage
 
 extension WorkflowStore {
-    /// Creates instance `id` with exactly `entries` as its log (sequences 1...n, in order): the
-    /// import half of a lossless export/import. Snapshots are not imported (they are derived).
-    /// `codec` names the codec the entries were written with (default: judged from the first
-    /// entry, `BinaryPayloadCodec` or `JSONPayloadCodec`).
+    /// Creates instance `id` with exactly `entries` as its log (sequences 1...n, in order),
+    /// started under `codeVersion`: the import half of a lossless export/import (``importLines(_:)``
+    /// adds the snapshots). `codec` names the codec the entries were written with (default:
+    /// judged from the first entry, `BinaryPayloadCodec` or `JSONPayloadCodec`).
     public func importInstance(
-        id: String, workflowType: String, status: InstanceStatus, created: WallTime, entries: [LogEntry], codec: String? = nil
+        id: String, workflowType: String, status: InstanceStatus, created: WallTime, entries: [LogEntry], codec: String? = nil,
+        codeVersion: String? = nil
     ) throws {
         guard !entries.isEmpty, entries.enumerated().allSatisfy({ $0.element.sequence == UInt64($0.offset + 1) }) else {
             throw DurableError(.corruptEntry, store: path, instance: id, detail: "imported entries must be sequences 1...n in order")
@@ -17,7 +18,7 @@ extension WorkflowStore {
         let created = try storageCall(instance: id) { () throws(StorageFailure) in
             try backend.create(NewInstance(
                 id: id, workflowType: workflowType, codec: codec ?? BuiltInCodecs.name(ofPayload: entries[0].payload), status: status,
-                created: created.nanosecondsSinceEpoch, claim: .none, entries: records))
+                created: created.nanosecondsSinceEpoch, claim: .none, entries: records, codeVersion: codeVersion))
         }
         guard created != nil else {
             throw DurableError(.instanceExists, store: path, instance: id, detail: "an instance with this id already exists",
@@ -35,7 +36,7 @@ extension WorkflowStore {
         }
         let entries = try readEntries(record: record, id: id, from: 1, through: sequence)
         try importInstance(id: newID, workflowType: record.workflowType, status: .running, created: .now(), entries: entries,
-                           codec: record.codec)
+                           codec: record.codec, codeVersion: record.codeVersion)
     }
 
     /// Writes a compact, consistent copy of the whole store (workflows and signals) into the

@@ -9,6 +9,10 @@ struct ReplaySummary {
     /// How many recorded digests it could not compare: recorded under a state form this build
     /// cannot take its state back to (a field removed, a form changed, a newer form).
     let uncheckedDigests: Int
+    /// The workers the log says the tree declared after its last entry (`<path>#<key>` to start
+    /// sequence), as the builds that wrote it recorded them: `nil` when the log does not tell
+    /// (written before declarations were noted, and no snapshot at its end).
+    let recordedWorkers: [String: Int]?
 }
 
 /// What a replay of one instance starts from and goes to.
@@ -192,7 +196,8 @@ extension WorkflowStore {
         var next = plan.baseSequence + 1
         var decoders = DecoderCache(
             ownBytes: configuration.codec is BinaryPayloadCodec, digests: StateDigests(codec: configuration.codec, store: path, instance: plan.id),
-            forms: RecordedForms(plan.recordedForms), versions: versions)
+            forms: RecordedForms(plan.recordedForms), versions: versions,
+            workers: plan.restorer.map { $0.snapshot.workerStarts.mapValues { Int($0) } })
         var cache = LogEntry.DecodingCache()
         while next <= plan.target {
             // The entries read with the snapshot first, then chunks pulled from the store.
@@ -214,7 +219,7 @@ extension WorkflowStore {
             for observer in observers { observer.replayProgress(instance: plan.id, sequence: last, target: plan.target) }
             next = last + 1
         }
-        finished?(ReplaySummary(forms: decoders.forms, uncheckedDigests: decoders.unchecked))
+        finished?(ReplaySummary(forms: decoders.forms, uncheckedDigests: decoders.unchecked, recordedWorkers: decoders.workers))
         let duration = ContinuousClock.now - started
         for observer in observers {
             observer.replayDidFinish(instance: plan.id, entries: plan.target - plan.baseSequence, duration: duration)
@@ -236,6 +241,8 @@ extension WorkflowStore {
         let versions: InstanceVersions?
         /// How many recorded digests could not be compared (a form that cannot be taken back).
         var unchecked = 0
+        /// The workers the log says the tree declares so far (`nil`: not told yet).
+        var workers: [String: Int]?
 
         mutating func decoder(for entry: LogEntry.View, in registry: ActionRegistry) -> ActionRegistry.Decoder? {
             if let decode, entry.actionVersion == version, entry.actionTag == tag { return decode }
@@ -255,6 +262,11 @@ extension WorkflowStore {
             // Decided while the entry was applied and rendered: known before replay applies it.
             decoders.versions?.learn(entry.notes.versionMarkers)
             decoders.forms.learn(entry.notes.stateVersions)
+            if entry.notes.declaresAllWorkers {
+                decoders.workers = entry.notes.declaredWorkers
+            } else if !entry.notes.declaredWorkers.isEmpty, decoders.workers != nil {
+                for (name, start) in entry.notes.declaredWorkers { decoders.workers![name] = start == 0 ? nil : start }
+            }
         }
         if entry.isAcknowledgement {
             // Applies nothing: it says which root outputs a consumer no longer needs delivered.

@@ -97,6 +97,8 @@ package protocol RuntimeTree: AnyObject {
     func workerStarts() -> [(path: NodePath, key: String, sequence: UInt64)]
     /// Every declared worker, with what it waits for, in path and key order.
     func declaredWorkers() -> [DeclaredWorker]
+    /// Changes whenever a worker starts being declared or stops.
+    var declarationVersion: UInt64 { get }
     /// The root workflow value (the props it was last given).
     func rootWorkflow() -> Any
     /// The sequence up to which the consumer has acknowledged root outputs (as logged).

@@ -4,32 +4,16 @@ import Foundation
 import Workflow
 import WorkflowLMDB
 
-/// One line of an export: an instance header, or one of its entries.
-struct ExportLine: Codable {
-    let kind: String
-    let instance: String
-    // Instance lines.
-    var workflowType: String?
-    var status: InstanceStatus?
-    var created: Int64?
-    // Entry lines.
-    var sequence: UInt64?
-    var time: Int64?
-    var origin: ActionOrigin?
-    var path: [NodePath.Segment]?
-    var tag: String?
-    var version: Int?
-    var payload: String?
-    var digest: UInt64?
-}
-
 /// `wfctl export STORE [ID] > file.jsonl`
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Write instances and their logs as JSON lines (a lossless copy of each log).",
-        discussion: "Example: wfctl export /var/lib/service/workflows order-42 > order-42.jsonl")
+        abstract: "Write instances with their logs, snapshots and code versions as JSON lines (a lossless copy of each).",
+        discussion: """
+        An import of the lines resumes, verifies and gates (`wfctl verify --gate`) as the store did.
+        Example: wfctl export /var/lib/service/workflows order-42 > order-42.jsonl
+        """)
 
-    @Argument(help: "The store's directory.")
+    @Argument(help: "The store: its directory, or a postgres:// URL.")
     var store: String
 
     @Argument(help: "Only this instance.")
@@ -45,14 +29,7 @@ struct Export: ParsableCommand {
         defer { progress.finish() }
         for instance in instances {
             defer { progress.advance() }
-            emit(try json(ExportLine(kind: "instance", instance: instance.id, workflowType: instance.workflowType,
-                                     status: instance.status, created: instance.created.nanosecondsSinceEpoch), pretty: false))
-            for entry in try store.entries(of: instance.id) {
-                emit(try json(ExportLine(
-                    kind: "entry", instance: instance.id, sequence: entry.sequence, time: entry.time.nanosecondsSinceEpoch,
-                    origin: entry.origin, path: entry.nodePath.segments, tag: entry.actionTag, version: entry.actionVersion,
-                    payload: Data(entry.payload).base64EncodedString(), digest: entry.digest), pretty: false))
-            }
+            for line in try store.exportLines(of: instance.id) { emit(try json(line, pretty: false)) }
         }
     }
 }
@@ -68,42 +45,35 @@ struct Import: ParsableCommand {
 
     func run() throws {
         let store = try openStore(store, readOnly: false)
-        var headers: [String: ExportLine] = [:]
-        var order: [String] = []
-        var entries: [String: [LogEntry]] = [:]
-        var lineNumber = 0
         var reading = Progress("read lines:", total: nil)
-        while let line = readLine(strippingNewline: true) {
-            lineNumber += 1
-            reading.advance()
-            guard !line.isEmpty else { continue }
-            guard let item = try? JSONDecoder().decode(ExportLine.self, from: Data(line.utf8)) else {
-                throw ToolError.usage("line \(lineNumber) of the input is not an export line")
-            }
-            if item.kind == "instance" {
-                headers[item.instance] = item
-                order.append(item.instance)
-            } else if let sequence = item.sequence, let time = item.time, let origin = item.origin, let path = item.path,
-                      let tag = item.tag, let version = item.version, let payload = item.payload.flatMap({ Data(base64Encoded: $0) }) {
-                entries[item.instance, default: []].append(LogEntry(
-                    sequence: sequence, time: WallTime(nanosecondsSinceEpoch: time), origin: origin, nodePath: NodePath(segments: path),
-                    actionTag: tag, actionVersion: version, payload: Array(payload), digest: item.digest))
-            } else {
-                throw ToolError.usage("line \(lineNumber) is an entry with missing fields")
-            }
-        }
+        let lines = try readExportLines { reading.advance() }
         reading.finish()
-        var progress = Progress("imported instances:", total: order.count)
-        defer { progress.finish() }
-        for id in order {
-            defer { progress.advance() }
-            guard let header = headers[id], let type = header.workflowType else { continue }
-            try store.importInstance(
-                id: id, workflowType: type, status: header.status ?? .running,
-                created: WallTime(nanosecondsSinceEpoch: header.created ?? 0), entries: entries[id] ?? [])
-            emit("imported \(id): \(entries[id]?.count ?? 0) entries")
+        let imported: [String]
+        do {
+            imported = try store.importLines(lines)
+        } catch let error as ExportLineError {
+            throw ToolError.usage("the input: \(error)")
+        }
+        for id in imported {
+            emit("imported \(id): \(lines.filter { $0.instance == id && $0.kind == "entry" }.count) entries")
         }
     }
+}
+
+/// The export lines of standard input (an empty line is skipped).
+func readExportLines(onLine: () -> Void = {}) throws -> [ExportLine] {
+    var lines: [ExportLine] = []
+    var number = 0
+    while let line = readLine(strippingNewline: true) {
+        number += 1
+        onLine()
+        guard !line.isEmpty else { continue }
+        guard let item = try? JSONDecoder().decode(ExportLine.self, from: Data(line.utf8)) else {
+            throw ToolError.usage("line \(number) of the input is not an export line")
+        }
+        lines.append(item)
+    }
+    return lines
 }
 
 /// `wfctl compact STORE DEST`

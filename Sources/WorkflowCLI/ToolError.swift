@@ -10,6 +10,11 @@ struct ToolError: Error {
 
     static func usage(_ message: String) -> ToolError { ToolError(code: 2, message: message) }
     static func finding(_ message: String) -> ToolError { ToolError(code: 1, message: message) }
+    /// A replay gate's finding: the exit code of its worst outcome (10 to 13).
+    static func gate(_ code: Int32, _ message: String) -> ToolError { ToolError(code: code, message: message) }
+
+    /// Whether the command printed its report before failing (a finding of `verify`, `check` or the gate).
+    var followsReport: Bool { code == 1 || (10...13).contains(code) }
 
     /// Maps library errors to exit codes.
     static func from(_ error: any Error) -> ToolError {

@@ -70,7 +70,7 @@ public enum WorkflowTool {
         let message = failure.message.replacingOccurrences(of: "\n", with: " ")
         // A finding (exit 1) follows the report the command printed, which says it: its summary
         // line stays on stderr, so that standard output holds one JSON document.
-        if asJSON, failure.code != 1, let text = try? json(ErrorReport(error: .init(exitCode: failure.code, message: message))) {
+        if asJSON, !failure.followsReport, let text = try? json(ErrorReport(error: .init(exitCode: failure.code, message: message))) {
             emit(text)
         } else {
             FileHandle.standardError.write(Data("wfctl: \(message)\n".utf8))
@@ -86,7 +86,7 @@ struct WFCtl: ParsableCommand {
         abstract: "Inspect, replay and maintain a durable workflow store.",
         discussion: """
         Read commands open the store read-only and are safe against a running service.
-        Exit codes: 0 ok, 1 finding (e.g. a divergence), 2 usage, 3 store error.
+        Exit codes: 0 ok, 1 finding (e.g. a divergence), 2 usage, 3 store error; `verify --gate`: 10 to 13, its worst outcome.
         """,
         subcommands: [Info.self, List.self, Describe.self, Log.self, State.self, Verify.self, Check.self, CheckWalk.self, Signals.self,
                       SignalCommand.self, Cancel.self, Delete.self, Resume.self, Export.self, Import.self, Compact.self, Fork.self])

@@ -10,6 +10,8 @@ public struct WorkflowTypes: Sendable {
         let state: @Sendable (WorkflowStore, String, UInt64?, Bool) throws -> StateTree
         /// Verifies an instance; the flag says whether replay checks recorded digests.
         let verify: @Sendable (WorkflowStore, String, Bool) throws -> VerificationReport
+        /// What this build would make of an instance (the replay gate), with the configuration as registered.
+        let gate: @Sendable (WorkflowStore, String) throws -> ReplayGateResult
     }
 
     private(set) var supports: [String: Support] = [:]
@@ -37,7 +39,8 @@ public struct WorkflowTypes: Sendable {
             state: { store, id, sequence, digests in
                 try store.state(of: id, as: W.self, at: sequence, configuration: made(store, checkingDigests: digests))
             },
-            verify: { store, id, digests in try store.verify(id: id, as: W.self, configuration: made(store, checkingDigests: digests)) })
+            verify: { store, id, digests in try store.verify(id: id, as: W.self, configuration: made(store, checkingDigests: digests)) },
+            gate: { store, id in try store.gate(id: id, as: W.self, configuration: configuration(store)) })
     }
 
     func support(for workflowType: String) -> Support? { supports[workflowType] }

@@ -24,6 +24,8 @@ final class RuntimeContext: RuntimeTree {
     @exclusivity(unchecked) private var orderedNodes: [any AnyWorkflowNode]?
     /// Taken from `structureVersions` whenever a node starts or ends.
     @exclusivity(unchecked) private(set) var structureVersion = structureVersions.add(1, ordering: .relaxed).newValue
+    /// Counts the workers that started being declared or stopped.
+    @exclusivity(unchecked) var declarationVersion: UInt64 = 0
     @exclusivity(unchecked) var effects = EffectBatch()
     /// The node whose render is running, for the "sent during render" message.
     @exclusivity(unchecked) var renderingNode: NodeID = 0

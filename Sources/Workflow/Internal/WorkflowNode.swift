@@ -207,6 +207,7 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
         worker.end()
         workersByID[worker.id] = nil
         runtime.effects.workersToStop.append(worker)
+        runtime.declarationVersion &+= 1
     }
 
     // MARK: RenderContextBackend
@@ -303,6 +304,7 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
         nextWorkers[workerKey] = record
         workersByID[record.id] = record
         runtime.effects.workersToStart.append(record)
+        runtime.declarationVersion &+= 1
     }
 
     func dependency(_ type: ObjectIdentifier) -> (any Sendable)? { runtime.dependencies[type] }

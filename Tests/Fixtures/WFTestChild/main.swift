@@ -12,11 +12,26 @@ import TestWorkflows
 import Workflow
 import WorkflowLocks
 import WorkflowService
+import WorkflowTesting
 import ServiceLifecycle
 import Logging
 #if Postgres
 import WorkflowPostgres
 #endif
+
+/// The value of `body`, run as a task while this thread waits for it.
+func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let result = Lock<Result<T, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Task.detached {
+        let value: Result<T, any Error>
+        do { value = .success(try await body()) } catch { value = .failure(error) }
+        result.withLock { $0 = value }
+        done.signal()
+    }
+    done.wait()
+    return try result.withLock { $0! }.get()
+}
 
 /// Writes one line to stdout unbuffered, so a parent reading the pipe sees it at once.
 func say(_ line: String) {
@@ -642,6 +657,70 @@ do {
             stopped.wait()
         }
         say("done \(rounds)")
+
+    case "upgrade-seed":
+        // upgrade-seed STORE: the first build of the upgrade suite's order service starts one
+        // instance per stage (its workers wait an hour), prints "seeded", then runs until killed;
+        // on SIGTERM it stops every host gracefully, closes the store, prints "stopped" and exits.
+        UpgradeOutside.answersIn = 3_600_000
+        let store = try openStore(arguments[1])
+        let hosts = try waitFor { try await UpgradeOrder<BuildV1>.seed(store) }
+        signal(SIGTERM, SIG_IGN)
+        let terminate = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .global())
+        // Not on the main actor (top-level code is): the handler runs on a dispatch queue.
+        terminate.setEventHandler { @Sendable in
+            _ = try? waitFor { for host in hosts { await host.stopAndWait() } }
+            try? store.close()
+            say("stopped")
+            exit(0)
+        }
+        terminate.resume()
+        say("seeded")
+        while true { sleep(60) }
+
+    case "upgrade-run":
+        // upgrade-run STORE BUILD: the build named BUILD resumes every instance and prints
+        // "resumed ID STATE" (the state the resume left, as NormalizedOrder JSON: time stands
+        // still at the store's first start and the outside world is held until all are printed)
+        // or "failed ID KIND"; then time runs, the outside world answers in 50 ms, and after a
+        // second it prints "after ID STATE" for each; then it starts "order-new", pays it, prints
+        // "new STATE", stops and prints "done".
+        UpgradeOutside.isHeld = true
+        UpgradeOutside.answersIn = 50
+        guard let build = upgradeBuilds.first(where: { $0.name == arguments[2] }) else { fail("no build \(arguments[2])") }
+        let store = try openStore(arguments[1])
+        let clock = ManualClock(now: try store.instances().map(\.created).min() ?? .now())
+        func run<Build: UpgradeBuild>(_ build: Build.Type) throws {
+            var configuration = UpgradeOrder<Build>.configuration(clock: clock)
+            var hosts: [(String, WorkflowHost<UpgradeOrder<Build>>)] = []
+            for result in try store.resumeAll(UpgradeOrder<Build>.self, configuration: configuration) {
+                if let host = result.host {
+                    say("resumed \(result.id) \(NormalizedOrder(host.rendering.state).json)")
+                    hosts.append((result.id, host))
+                } else {
+                    say("failed \(result.id) \(result.error.map { "\($0.kind)" } ?? "?")")
+                }
+            }
+            clock.advance(to: .now())
+            UpgradeOutside.isHeld = false
+            configuration.host.clock = SystemClock()
+            usleep(1_000_000)
+            for (id, host) in hosts { say("after \(id) \(NormalizedOrder(host.rendering.state).json)") }
+            let fresh = try store.start(UpgradeOrder<Build>(id: "order-new"), id: "order-new", configuration: configuration)
+            try waitFor {
+                _ = await fresh.rendering.addItem.sendAndWait(.init(name: "sku-9", price: 100))
+                _ = await fresh.rendering.pay.sendAndWait(.init())
+            }
+            say("new \(NormalizedOrder(fresh.rendering.state).json)")
+            let running = hosts.map(\.1)
+            try waitFor {
+                for host in running { await host.stopAndWait() }
+                await fresh.stopAndWait()
+            }
+        }
+        try run(build)
+        try store.close()
+        say("done")
 
     case "idle":
         // idle: prints "idle", then does nothing until it is killed (or its parent is gone).
