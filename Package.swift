@@ -140,7 +140,7 @@ let package = Package(
             name: "wf-test-child",
             dependencies: [
                 "LMDB", "Workflow", "DurableWorkflow", "WorkflowLMDB", "WorkflowPostgres", "WorkflowSignals", "WorkflowFeedback", "TestSupport",
-                "TestWorkflows", "WorkflowLocks", "WorkflowService", "WorkflowTesting",
+                "TestWorkflows", "WorkflowLocks", "WorkflowService", "WorkflowTesting", "WorkflowCLI",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -193,8 +193,9 @@ let package = Package(
             dependencies: [
                 "WorkflowCLI", "WorkflowExamples", "DurableWorkflow", "WorkflowLMDB", "WorkflowPostgres", "WorkflowSignals", "Workflow", "LMDB",
                 "WorkflowFeedback", "TestSupport",
-                "TestWorkflows", "wfctl", "counter-demo", "showcase", "hosts-demo",
+                "TestWorkflows", "wfctl", "counter-demo", "showcase", "hosts-demo", "WorkflowService",
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "WorkflowTests", dependencies: ["Workflow", "WorkflowTesting", "WorkflowLogging", "TestSupport", "TestWorkflows", "wf-test-child", "WorkflowLocks"]),

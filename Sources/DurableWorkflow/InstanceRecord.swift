@@ -19,6 +19,9 @@ public struct InstanceInfo: Sendable, Hashable, Codable {
     public let lastSnapshot: UInt64
     /// The code version it started under (``DurableConfiguration/codeVersion``; `nil`: none).
     public let codeVersion: String?
+    /// Why it is failed: the kind of the error that stopped its replay, a colon, and the error
+    /// (`nil` unless `failed`).
+    public let failure: String?
 }
 
 extension StoredInstance {
@@ -26,6 +29,6 @@ extension StoredInstance {
     var info: InstanceInfo {
         InstanceInfo(id: id, workflowType: workflowType, status: status, created: WallTime(nanosecondsSinceEpoch: created),
                      updated: WallTime(nanosecondsSinceEpoch: updated), lastSequence: lastSequence, lastSnapshot: lastSnapshot,
-                     codeVersion: codeVersion)
+                     codeVersion: codeVersion, failure: failure)
     }
 }

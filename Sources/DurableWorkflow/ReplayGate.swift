@@ -172,7 +172,8 @@ extension WorkflowStore {
                         changes: Self.changes(from: resumed, to: full))
                 }
             } catch let error as DurableError where error.kind != .storage {
-                gate.fullReplay(problem: error, cause: Self.cause(of: error), changes: [])
+                gate.fullReplay(problem: error, cause: Self.cause(of: error), changes: [],
+                                divergence: divergence(of: error, id: id, as: type, configuration: configuration))
             }
         }
         gate.renderDiff = resumed.recordedWorkers.map { Self.renderDiff(recorded: $0, declared: resumed.waits, instance: id) }
@@ -324,7 +325,7 @@ private struct GateFindings {
     var renderDiff: ReplayGateResult.RenderDiff?
     var unchecked = 0
     var note: String?
-    var fullReplayProblem: (error: DurableError?, cause: String, changes: [String])?
+    var fullReplayProblem: (error: DurableError?, cause: String, changes: [String], divergence: ReplayGateResult.Divergence?)?
 
     init(record: StoredInstance) { self.record = record }
 
@@ -343,14 +344,13 @@ private struct GateFindings {
         self.divergence = divergence
     }
 
-    mutating func fullReplay(problem: DurableError?, cause: String, changes: [String]) {
-        fullReplayProblem = (problem, cause, changes)
+    mutating func fullReplay(problem: DurableError?, cause: String, changes: [String], divergence: ReplayGateResult.Divergence? = nil) {
+        fullReplayProblem = (problem, cause, changes, divergence)
     }
 
     var result: ReplayGateResult {
         var outcome = self.outcome, cause = self.cause, problem = self.problem, divergence = self.divergence
-        if outcome < .resumesWithOtherWaits, let diff = renderDiff, !diff.isEmpty {
-            outcome = .resumesWithOtherWaits
+        if let diff = renderDiff, !diff.isEmpty {
             func names(_ waits: [ReplayGateResult.Wait]) -> String {
                 waits.map { wait -> String in Self.shape(of: wait.node) + "#" + wait.key }.joined(separator: ", ")
             }
@@ -358,12 +358,19 @@ private struct GateFindings {
             if !diff.removed.isEmpty { parts.append("render no longer declares " + names(diff.removed)) }
             if !diff.added.isEmpty { parts.append("render now declares " + names(diff.added)) }
             if !diff.rekeyed.isEmpty { parts.append("other idempotency keys for " + names(diff.rekeyed.map(\.before))) }
-            cause = parts.joined(separator: "; ")
+            if outcome < .resumesWithOtherWaits {
+                outcome = .resumesWithOtherWaits
+                cause = parts.joined(separator: "; ")
+            } else {
+                // What render declares differently is part of why replay parts from the log.
+                cause = [cause].compactMap { $0 }.joined() + "; " + parts.joined(separator: "; ")
+            }
         }
         if outcome < .fullReplayFails, let full = fullReplayProblem {
             outcome = .fullReplayFails
             cause = full.cause
             problem = full.error
+            divergence = full.divergence
             if full.error == nil, !full.changes.isEmpty {
                 divergence = .init(sequence: record.lastSequence, action: nil, node: nil, stateBefore: nil, replayedAfter: nil, changes: full.changes)
             }

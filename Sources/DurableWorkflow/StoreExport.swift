@@ -163,3 +163,17 @@ extension WorkflowStore {
         return order
     }
 }
+
+extension WorkflowStore {
+    /// The version markers instance `id` has fixed, as its log records them (its first entry's,
+    /// and those it reached later): marker name to version. A marker it has not fixed takes
+    /// version 1 where its logged entries reach it.
+    public func versionMarkers(of id: String) throws -> [String: Int] {
+        guard let record = try record(id: id) else { throw notFound(id) }
+        var markers: [String: Int] = [:]
+        try visitEntries(record: record, id: id, from: 1, through: record.lastSequence) { entry in
+            if !entry.notes.versionMarkers.isEmpty { markers.merge(entry.notes.versionMarkers) { $1 } }
+        }
+        return markers
+    }
+}

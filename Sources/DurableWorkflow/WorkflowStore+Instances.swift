@@ -232,6 +232,21 @@ extension WorkflowStore {
             .map(\.info)
     }
 
+    /// The running instances of root type `workflowType` (a workflow name) that no live host
+    /// holds and whose code version `supporting` contains: those a service should run (a
+    /// crashed process's, those an operator resumed, a dead PostgreSQL host's as the store
+    /// spreads them). `WorkflowService` adopts them as it runs.
+    public func instancesAwaitingHost(workflowType: String, supporting: SupportedCodeVersions = .all) throws -> [String] {
+        if let decided = try storageCall(instance: nil, { () throws(StorageFailure) in try backend.instancesAwaitingHost(supporting: supporting) }) {
+            let wanted = Set(decided)
+            return try storageCall(instance: nil) { () throws(StorageFailure) in try backend.instances() }
+                .filter { wanted.contains($0.id) && $0.workflowType == workflowType }.map(\.id)
+        }
+        return try storageCall(instance: nil) { () throws(StorageFailure) in try backend.instances() }
+            .filter { $0.status == .running && $0.workflowType == workflowType && !$0.claim.isAlive && supporting.contains($0.codeVersion) }
+            .map(\.id)
+    }
+
     /// The instance `id`, or `nil`.
     public func instance(id: String) throws -> InstanceInfo? {
         try record(id: id)?.info
@@ -295,9 +310,10 @@ extension WorkflowStore {
         }
     }
 
-    func setStatus(_ status: InstanceStatus, id: String) throws {
+    func setStatus(_ status: InstanceStatus, id: String, failure: DurableError? = nil) throws {
+        let reason = failure.map { "\($0.kind): \($0)" }
         let updated = try storageCall(instance: id) { () throws(StorageFailure) in
-            try backend.setStatus(id: id, to: status, at: WallTime.now().nanosecondsSinceEpoch)
+            try backend.setStatus(id: id, to: status, at: WallTime.now().nanosecondsSinceEpoch, failure: reason)
         }
         if updated == nil { throw notFound(id) }
     }

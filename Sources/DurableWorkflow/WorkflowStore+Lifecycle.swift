@@ -110,23 +110,33 @@ extension WorkflowStore {
             ])
         }
         let ids = running.filter { configuration.supportedCodeVersions.contains($0.codeVersion) }.map(\.id)
-        let resumed = try resumeAll(ids: ids, as: type, configuration: configuration)
+        let resumed = resume(ids, as: type, configuration: configuration, checkingCodeVersions: false)
         return unsupported.isEmpty ? resumed : (resumed + unsupported).sorted { $0.id < $1.id }
     }
 
-    /// Resumes instances `ids` (in that order in the result) as ``resumeAll(_:configuration:)`` does.
-    private func resumeAll<W: DurableWorkflow>(
-        ids: [String], as type: W.Type, configuration: DurableConfiguration
-    ) throws -> [ResumeResult<W>] where W.Rendering: Sendable, W.Output: Sendable {
+    /// Resumes instances `ids` of `W` (in that order in the result) as
+    /// ``resumeAll(_:configuration:)`` does: an instance whose log cannot be replayed is marked
+    /// failed, the others are resumed, each on its own.
+    public func resume<W: DurableWorkflow>(
+        _ ids: [String], as type: W.Type, configuration: DurableConfiguration = DurableConfiguration()
+    ) -> [ResumeResult<W>] where W.Rendering: Sendable, W.Output: Sendable {
+        resume(ids, as: type, configuration: configuration, checkingCodeVersions: true)
+    }
+
+    private func resume<W: DurableWorkflow>(
+        _ ids: [String], as type: W.Type, configuration: DurableConfiguration, checkingCodeVersions: Bool
+    ) -> [ResumeResult<W>] where W.Rendering: Sendable, W.Output: Sendable {
         let workers = min(backend.concurrentCalls, ids.count)
-        guard workers > 1 else { return ids.map { resumeForAll(id: $0, as: type, configuration: configuration) } }
+        guard workers > 1 else {
+            return ids.map { resumeForAll(id: $0, as: type, configuration: configuration, checkingCodeVersion: checkingCodeVersions) }
+        }
         let results = Lock([ResumeResult<W>?](repeating: nil, count: ids.count))
         let next = Atomic(0)
         let resumeTheRest: @Sendable () -> Void = {
             while true {
                 let index = next.add(1, ordering: .relaxed).oldValue
                 guard index < ids.count else { return }
-                let result = self.resumeForAll(id: ids[index], as: type, configuration: configuration)
+                let result = self.resumeForAll(id: ids[index], as: type, configuration: configuration, checkingCodeVersion: checkingCodeVersions)
                 results.withLock { $0[index] = result }
             }
         }
@@ -146,14 +156,14 @@ extension WorkflowStore {
     /// ``resumeAll(_:configuration:)``'s resume of one instance: its host, or why it could not be
     /// resumed (an instance that cannot be replayed is marked failed).
     private func resumeForAll<W: DurableWorkflow>(
-        id: String, as type: W.Type, configuration: DurableConfiguration
+        id: String, as type: W.Type, configuration: DurableConfiguration, checkingCodeVersion: Bool
     ) -> ResumeResult<W> where W.Rendering: Sendable, W.Output: Sendable {
         do {
             return ResumeResult(id: id, outcome: .success(
-                try resume(id: id, as: type, configuration: configuration, checkingCodeVersion: false)))
+                try resume(id: id, as: type, configuration: configuration, checkingCodeVersion: checkingCodeVersion)))
         } catch let error as DurableError {
             if error.kind.meansTheLogCannotBeReplayed {
-                try? setStatus(.failed, id: id)
+                try? setStatus(.failed, id: id, failure: error)
                 metrics.instancesFailed.increment()
                 configuration.logger.error("an instance cannot be replayed and is marked failed", metadata: [
                     "instance": "\(id)", "workflow": "\(W.workflowName)", "error": "\(error)",

@@ -55,6 +55,7 @@ struct Describe: ParsableCommand {
         record.add("type", instance.workflowType)
         record.add("status", instance.status.rawValue)
         record.add("code version", instance.codeVersion ?? "-")
+        if let failure = instance.failure { record.add("failed with", failure) }
         record.add("last sequence", "\(instance.lastSequence)")
         record.add("snapshot", instance.lastSnapshot == 0 ? "-" : "\(instance.lastSnapshot)")
         record.add("created", iso(instance.created))

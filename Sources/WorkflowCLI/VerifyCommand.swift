@@ -149,7 +149,10 @@ struct Verify: ParsableCommand {
     /// One changed instance, in lines: its problem, divergence and render diff.
     static func details(_ result: ReplayGateResult) -> String {
         var lines = ["\(result.instance): \(result.outcome.rawValue)"]
-        if let problem = result.problem { lines.append("  problem: \(problem)") }
+        // The divergence says in its lines what a divergence's message says at length.
+        if let problem = result.problem, result.divergence == nil || result.problemKind != "nonDeterministic" {
+            lines.append("  problem: \(problem)")
+        }
         if let divergence = result.divergence {
             lines.append("  diverges at \(divergence.sequence)" + (divergence.action.map { " (\($0) on \(divergence.node ?? "?"))" } ?? ""))
             if let before = divergence.stateBefore { lines.append("    before:   \(before)") }

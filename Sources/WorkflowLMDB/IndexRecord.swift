@@ -11,15 +11,23 @@ enum IndexRecord {
     /// The sequence at which format 1 kept the mutable part in `log`.
     static let formatOneStateSequence = UInt64.max
 
-    /// The static part: version 3 when the instance has a code version (after the codec), else
-    /// version 2.
+    /// The static part: version 4 when the instance has failed with a reason (after the codec,
+    /// a byte of flags, 1: a code version follows, 2: a failure follows), version 3 when it has
+    /// a code version (after the codec), else version 2. Written at creation, and again when a
+    /// failure is set or cleared.
     static func encodedStatic(_ instance: StoredInstance) -> [UInt8] {
-        var bytes: [UInt8] = [instance.codeVersion == nil ? 2 : 3]
+        var bytes: [UInt8] = [instance.failure != nil ? 4 : instance.codeVersion == nil ? 2 : 3]
         append(instance.key, to: &bytes)
         append(instance.created, to: &bytes)
         append(instance.workflowType, to: &bytes)
         append(instance.codec, to: &bytes)
-        if let codeVersion = instance.codeVersion { append(codeVersion, to: &bytes) }
+        if let failure = instance.failure {
+            bytes.append((instance.codeVersion == nil ? 0 : 1) | 2)
+            if let codeVersion = instance.codeVersion { append(codeVersion, to: &bytes) }
+            append(failure, to: &bytes)
+        } else if let codeVersion = instance.codeVersion {
+            append(codeVersion, to: &bytes)
+        }
         return bytes
     }
 
@@ -89,16 +97,26 @@ enum IndexRecord {
     /// 3 adds the code version.
     static func decodeStatic(_ bytes: UnsafeRawBufferPointer, id: String) -> StoredInstance? {
         var fields = Fields(bytes: bytes)
-        guard let version = fields.next(UInt8.self), (1...3).contains(version),
+        guard let version = fields.next(UInt8.self), (1...4).contains(version),
               let key = fields.next(UInt64.self), let created = fields.next(Int64.self), let type = fields.nextString(),
               let codec = version >= 2 ? fields.nextString() : "json" else { return nil }
-        var codeVersion: String?
-        if version >= 3 {
+        var codeVersion: String?, failure: String?
+        if version == 3 {
             guard let read = fields.nextString() else { return nil }
             codeVersion = read
+        } else if version == 4 {
+            guard let flags = fields.next(UInt8.self), flags & ~3 == 0 else { return nil }
+            if flags & 1 != 0 {
+                guard let read = fields.nextString() else { return nil }
+                codeVersion = read
+            }
+            if flags & 2 != 0 {
+                guard let read = fields.nextString() else { return nil }
+                failure = read
+            }
         }
         return StoredInstance(id: id, key: key, workflowType: type, codec: codec, status: .running, created: created, updated: created,
-                              lastSequence: 0, lastSnapshot: 0, claim: .none, codeVersion: codeVersion)
+                              lastSequence: 0, lastSnapshot: 0, claim: .none, codeVersion: codeVersion, failure: failure)
     }
 
     /// The mutable part of an instance's record. A commit reads and rewrites only this: it holds
@@ -144,6 +162,7 @@ enum IndexRecord {
         copy.lastSequence = state.lastSequence
         copy.lastSnapshot = state.lastSnapshot
         copy.claim = state.claim
+        if state.status != .failed { copy.failure = nil }
         return (copy, state.journaledFrom)
     }
 

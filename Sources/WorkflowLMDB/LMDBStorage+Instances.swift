@@ -122,10 +122,12 @@ extension LMDBStorage {
         }
     }
 
-    public func setStatus(id: String, to status: InstanceStatus, at time: Int64) throws(StorageFailure) -> StoredInstance? {
-        try update(id: id) { stored in
+    public func setStatus(id: String, to status: InstanceStatus, at time: Int64, failure: String?) throws(StorageFailure) -> StoredInstance? {
+        let failure = status == .failed ? failure : nil
+        return try update(id: id, rewritingStatic: { $0.failure != failure }) { stored in
             stored.status = status
             stored.updated = time
+            stored.failure = failure
             return stored
         }
     }
@@ -134,9 +136,10 @@ extension LMDBStorage {
     /// back unless `change` returns `nil`; `nil` when there is no such instance.
     /// `checkpointingJournal`: if the instance has entries in the journal, the journal is moved
     /// into the archive first.
+    /// `rewritingStatic`: whether the static part must be written again too (it holds the failure).
     private func update<R>(
         id: String, durability: EnvironmentConfiguration.Durability? = nil, checkpointingJournal: Bool = false,
-        _ change: (inout StoredInstance) -> R?
+        rewritingStatic: (StoredInstance) -> Bool = { _ in false }, _ change: (inout StoredInstance) -> R?
     ) throws(StorageFailure) -> R? {
         let layout = self.layout
         return try call {
@@ -152,8 +155,10 @@ extension LMDBStorage {
                     found = try updatedByJournal(writing: found, txn)
                 }
                 var stored = found.instance
+                let rewrite = rewritingStatic(stored)
                 guard let result = change(&stored) else { return nil }
                 try txn.put(IndexRecord.encodedState(stored, journaledFrom: found.journaledFrom), forKey: stored.key, in: layout.state)
+                if rewrite { try txn.put(IndexRecord.encodedStatic(stored), forKey: id, in: layout.instances) }
                 return result
             }
         }

@@ -1280,6 +1280,20 @@ enum PostgresSchema {
             // that reads up to format 12 would also take entries and snapshots with version notes
             // for damage: it refuses the store instead.
             "ALTER TABLE %SCHEMA%.wf_instance ADD COLUMN code_version text",
+            // Why an instance is failed (kind and description), set with that status.
+            "ALTER TABLE %SCHEMA%.wf_instance ADD COLUMN failure text",
+            "DROP PROCEDURE %SCHEMA%.wf_set_status",
+            """
+            CREATE PROCEDURE %SCHEMA%.wf_set_status(p_id text, p_status smallint, p_time bigint, p_failure text, INOUT changed boolean)
+            LANGUAGE plpgsql AS $$
+            BEGIN
+                UPDATE %SCHEMA%.wf_instance SET status = p_status, updated_ns = p_time,
+                       failure = CASE WHEN p_status = 2 THEN p_failure END
+                 WHERE id = p_id;
+                changed := FOUND;
+                COMMIT;
+            END $$
+            """,
             "ALTER TABLE %SCHEMA%.wf_host ADD COLUMN code_versions text[]",
             "ALTER TABLE %SCHEMA%.wf_host ADD COLUMN runs_unversioned boolean NOT NULL DEFAULT true",
             "DROP PROCEDURE %SCHEMA%.wf_create",

@@ -7,7 +7,7 @@ extension PostgresStorage {
     /// The columns of `wf_instance` that make a ``StoredInstance``, in the order `storedInstance(_:)` reads.
     static let instanceColumns =
         "id, instance_key, workflow_type, codec, status, created_ns, updated_ns, last_seq, last_snapshot, owner_pid, owner_start, owner_token, "
-            + "code_version"
+            + "code_version, failure"
 
     /// ``instanceColumns``, each prefixed with `i.` (for queries that join other tables).
     static let qualifiedInstanceColumns = qualified(instanceColumns, by: "i")
@@ -190,6 +190,10 @@ extension PostgresStorage {
     /// host for the others to see): an instance goes only to the live hosts that run its code
     /// version, spread over them alone, so that a takeover never moves an instance onto a host
     /// that cannot replay it, and one that no live host runs waits for one that does.
+    public func instancesAwaitingHost(supporting: SupportedCodeVersions) throws(StorageFailure) -> [String]? {
+        try instancesToTakeOver(supporting: supporting)
+    }
+
     public func instancesToTakeOver(supporting: SupportedCodeVersions = .all) throws(StorageFailure) -> [String] {
         guard let lease, lease.isHeld else { return [] }
         do {
@@ -286,8 +290,8 @@ extension PostgresStorage {
             guard let row = rows.first else { return nil }
             let stored = try self.storedInstance(row)
             let columns = row.makeRandomAccess()
-            let host = try columns[13].decode(Int64.self)
-            let machine = try columns[14].decode(String?.self), live = try columns[15].decode(Bool?.self)
+            let host = try columns[14].decode(Int64.self)
+            let machine = try columns[15].decode(String?.self), live = try columns[16].decode(Bool?.self)
             let holder: Holder
             if host == 0 {
                 holder = .unknown
@@ -304,10 +308,10 @@ extension PostgresStorage {
         }
     }
 
-    public func setStatus(id: String, to status: InstanceStatus, at time: Int64) throws(StorageFailure) -> StoredInstance? {
+    public func setStatus(id: String, to status: InstanceStatus, at time: Int64, failure: String?) throws(StorageFailure) -> StoredInstance? {
         let changed = try write("set status") { connection -> Bool in
             let rows = try self.rows(
-                "CALL \(unescaped: self.schema).wf_set_status(\(id), \(Self.code(status)), \(time), NULL)", on: connection)
+                "CALL \(unescaped: self.schema).wf_set_status(\(id), \(Self.code(status)), \(time), \(failure), NULL)", on: connection)
             return try rows.first?.decode(Bool.self) ?? false
         }
         return changed ? try instance(id: id) : nil
@@ -324,12 +328,13 @@ extension PostgresStorage {
 
     /// A row of ``instanceColumns`` as a ``StoredInstance``.
     func storedInstance(_ row: PostgresRow) throws -> StoredInstance {
-        let (id, key, type, codec, status, created, updated, last, snapshot, pid, start, token, codeVersion) = try row.decode(
-            (String, Int64, String, String, Int16, Int64, Int64, Int64, Int64, Int32, Int64, Int64, String?).self)
+        let (id, key, type, codec, status, created, updated, last, snapshot, pid, start, token, codeVersion, failure) = try row.decode(
+            (String, Int64, String, String, Int16, Int64, Int64, Int64, Int64, Int32, Int64, Int64, String?, String?).self)
         return StoredInstance(
             id: id, key: UInt64(bitPattern: key), workflowType: type, codec: codec, status: try Self.status(status, id: id),
             created: created, updated: updated, lastSequence: UInt64(bitPattern: last), lastSnapshot: UInt64(bitPattern: snapshot),
-            claim: InstanceClaim(pid: pid, processStart: UInt64(bitPattern: start), token: UInt64(bitPattern: token)), codeVersion: codeVersion)
+            claim: InstanceClaim(pid: pid, processStart: UInt64(bitPattern: start), token: UInt64(bitPattern: token)), codeVersion: codeVersion,
+            failure: failure)
     }
 
     /// How a status is stored.

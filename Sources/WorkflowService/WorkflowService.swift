@@ -22,6 +22,11 @@ import WorkflowLocks
 ///
 /// A host the service runs is forgotten once it stops by itself: its workflow finished
 /// (`FinishingWorkflow`) or its log could not be written (logged with the failure).
+///
+/// While it runs, the service also adopts, every `adoptionInterval`, the running instances of
+/// its types that no live host holds: those an operator resumed (`wfctl resume`), those a
+/// crashed process left, and on PostgreSQL those of hosts whose lease ran out, as the store
+/// spreads them over the live hosts that run their code version.
 public final class WorkflowService: Service, Sendable {
     /// Where the service is in its life.
     public enum State: Sendable, Equatable {
@@ -55,6 +60,8 @@ public final class WorkflowService: Service, Sendable {
         let typeName: String
         let configuration: DurableConfiguration
         let resumeAll: @Sendable (WorkflowService) throws -> (resumed: Int, failed: Int)
+        /// Adopts the type's instances that no live host holds; how many it adopted.
+        let adoptWaiting: @Sendable (WorkflowService) throws -> Int
     }
 
     /// A host the service runs (a `WorkflowHost` of a registered type), with how to stop it.
@@ -66,15 +73,20 @@ public final class WorkflowService: Service, Sendable {
 
     /// How often the gauge `workflow_instances` (by status) is set from a listing of the store.
     private let instanceCountsInterval: Duration?
+    /// How often the service looks for instances of its types that no live host holds.
+    private let adoptionInterval: Duration?
 
     /// A service over `store`, logging to `logger`; while it runs, it sets the store's
-    /// `workflow_instances` gauges every `instanceCountsInterval` (`nil`: never).
+    /// `workflow_instances` gauges every `instanceCountsInterval` and adopts the running
+    /// instances of its types that no live host holds every `adoptionInterval` (`nil`: never).
     public init(
-        store: WorkflowStore, logger: Logger = Logger(label: "workflow.service"), instanceCountsInterval: Duration? = .seconds(10)
+        store: WorkflowStore, logger: Logger = Logger(label: "workflow.service"), instanceCountsInterval: Duration? = .seconds(10),
+        adoptionInterval: Duration? = .seconds(2)
     ) {
         self.store = store
         self.logger = logger
         self.instanceCountsInterval = instanceCountsInterval
+        self.adoptionInterval = adoptionInterval
     }
 
     /// The service's state.
@@ -104,6 +116,19 @@ public final class WorkflowService: Service, Sendable {
                 }
             }
             return (results.count - failed, failed)
+        } adoptWaiting: { service in
+            let waiting = try service.store.instancesAwaitingHost(workflowType: W.workflowName, supporting: configuration.supportedCodeVersions)
+                .filter { service.host(id: $0, as: W.self) == nil }
+            guard !waiting.isEmpty else { return 0 }
+            // As at the start: one whose log cannot be replayed is marked failed (and logged).
+            var adopted = 0
+            for result in service.store.resume(waiting, as: W.self, configuration: configuration) {
+                if let host = result.host {
+                    service.adopt(host, id: result.id)
+                    adopted += 1
+                }
+            }
+            return adopted
         }
         shared.withLock { $0.registrations[ObjectIdentifier(W.self)] = registration }
     }
@@ -186,7 +211,27 @@ public final class WorkflowService: Service, Sendable {
     /// Waits for graceful shutdown (or cancellation), meanwhile setting the instance gauges.
     private func servePeriodically() async {
         let store = self.store, interval = instanceCountsInterval
+        let registrations = shared.withLock { $0.registrations.values.sorted { $0.typeName < $1.typeName } }
         await withTaskGroup(of: Void.self) { tasks in
+            if let adoption = adoptionInterval {
+                tasks.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: adoption)
+                        for registration in registrations where !Task.isCancelled {
+                            do {
+                                let adopted = try registration.adoptWaiting(self)
+                                if adopted > 0 {
+                                    self.logger.info("adopted instances no live host held", metadata: [
+                                        "workflow": "\(registration.typeName)", "adopted": "\(adopted)",
+                                    ])
+                                }
+                            } catch {
+                                self.logger.warning("could not list the instances awaiting a host", metadata: ["error": "\(error)"])
+                            }
+                        }
+                    }
+                }
+            }
             // Returns on graceful shutdown, throws when the task is cancelled: both end the service.
             tasks.addTask { try? await gracefulShutdown() }
             if let interval {

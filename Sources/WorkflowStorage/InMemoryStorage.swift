@@ -100,11 +100,12 @@ public final class InMemoryStorage: StorageBackend {
         }
     }
 
-    public func setStatus(id: String, to status: InstanceStatus, at time: Int64) throws(StorageFailure) -> StoredInstance? {
+    public func setStatus(id: String, to status: InstanceStatus, at time: Int64, failure: String?) throws(StorageFailure) -> StoredInstance? {
         try contents("set status") { state -> StoredInstance? in
             guard var stored = state.instances[id] else { return nil }
             stored.status = status
             stored.updated = time
+            stored.failure = status == .failed ? failure : nil
             state.instances[id] = stored
             return stored
         }

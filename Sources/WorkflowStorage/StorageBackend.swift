@@ -37,8 +37,12 @@ public protocol StorageBackend: AnyObject, Sendable {
     func claim(id: String, as claim: InstanceClaim, takingOverIf: (InstanceClaim) -> Bool) throws(StorageFailure) -> ClaimOutcome
     /// Clears `claim` from the instance if it still holds it.
     func release(id: String, claim: InstanceClaim) throws(StorageFailure)
-    /// Sets the instance's status (keeping everything else); `nil` when there is no such instance.
-    func setStatus(id: String, to status: InstanceStatus, at time: Int64) throws(StorageFailure) -> StoredInstance?
+    /// The ids of the running instances a service of this process should run now, when the
+    /// backend decides who takes over what (see the extension's default).
+    func instancesAwaitingHost(supporting: SupportedCodeVersions) throws(StorageFailure) -> [String]?
+    /// Sets the instance's status (keeping everything else) and its `failure` (why it failed,
+    /// with `failed`; cleared with any other status); `nil` when there is no such instance.
+    func setStatus(id: String, to status: InstanceStatus, at time: Int64, failure: String?) throws(StorageFailure) -> StoredInstance?
     /// Deletes the instance: its index record, log and snapshots. Whether it existed.
     func delete(id: String) throws(StorageFailure) -> Bool
 
@@ -123,6 +127,17 @@ public protocol StorageBackend: AnyObject, Sendable {
 }
 
 extension StorageBackend {
+    /// The ids of the running instances a service of this process should run now, where the
+    /// backend decides who takes over what (PostgreSQL: those of expired hosts and unclaimed
+    /// ones, spread over the live hosts that run their code version); `nil` (the default) when
+    /// the engine decides from the instances' claims (a claim whose process is gone).
+    public func instancesAwaitingHost(supporting: SupportedCodeVersions) throws(StorageFailure) -> [String]? { nil }
+
+    /// Sets the instance's status, with no failure.
+    public func setStatus(id: String, to status: InstanceStatus, at time: Int64) throws(StorageFailure) -> StoredInstance? {
+        try setStatus(id: id, to: status, at: time, failure: nil)
+    }
+
     /// One commit at a time, unless the backend says otherwise.
     public var concurrentCommits: Int { 1 }
 

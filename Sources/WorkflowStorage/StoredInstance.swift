@@ -24,12 +24,15 @@ public struct StoredInstance: Sendable, Hashable {
     public var claim: InstanceClaim
     /// The code version it started under, fixed at creation (`nil`: none was configured).
     public var codeVersion: String?
+    /// Why it is `failed` (the error's kind, a colon, its description), set with that status.
+    public var failure: String?
 
     public init(
         id: String, key: UInt64, workflowType: String, codec: String, status: InstanceStatus, created: Int64, updated: Int64,
-        lastSequence: UInt64, lastSnapshot: UInt64, claim: InstanceClaim, codeVersion: String? = nil
+        lastSequence: UInt64, lastSnapshot: UInt64, claim: InstanceClaim, codeVersion: String? = nil, failure: String? = nil
     ) {
         self.codeVersion = codeVersion
+        self.failure = failure
         self.id = id
         self.key = key
         self.workflowType = workflowType

@@ -136,8 +136,8 @@ extension InMemoryWrapper {
         try inner.claim(id: id, as: claim, takingOverIf: takingOverIf)
     }
     func release(id: String, claim: InstanceClaim) throws(StorageFailure) { try inner.release(id: id, claim: claim) }
-    func setStatus(id: String, to status: InstanceStatus, at time: Int64) throws(StorageFailure) -> StoredInstance? {
-        try inner.setStatus(id: id, to: status, at: time)
+    func setStatus(id: String, to status: InstanceStatus, at time: Int64, failure: String?) throws(StorageFailure) -> StoredInstance? {
+        try inner.setStatus(id: id, to: status, at: time, failure: failure)
     }
     func delete(id: String) throws(StorageFailure) -> Bool { try inner.delete(id: id) }
     func sync() throws(StorageFailure) {}

@@ -560,12 +560,16 @@ public enum UpgradeStage: String, CaseIterable, Sendable {
 extension UpgradeOrder {
     /// Starts one instance per stage (the first build's): each host is returned once its
     /// instance stands where its stage says, its actions committed.
-    public static func seed(_ store: WorkflowStore, mode: DurableConfiguration.Mode = .grouped) async throws -> [WorkflowHost<UpgradeOrder>] {
+    /// `suffix` follows each id (for stores of many copies of the stages).
+    public static func seed(_ store: WorkflowStore, mode: DurableConfiguration.Mode = .grouped, suffix: String = "") async throws
+        -> [WorkflowHost<UpgradeOrder>]
+    {
         let configuration = configuration(mode: mode)
         var hosts: [WorkflowHost<UpgradeOrder>] = []
         for stage in UpgradeStage.allCases {
             let expiry = stage == .openDue ? 2 : stage == .expired ? 0 : 3600
-            let host = try store.start(UpgradeOrder(id: stage.id, expirySeconds: expiry), id: stage.id, configuration: configuration)
+            let id = stage.id + suffix
+            let host = try store.start(UpgradeOrder(id: id, expirySeconds: expiry), id: id, configuration: configuration)
             func send<A>(_ sink: (Rendering) -> Sink<A>, _ action: A) async {
                 _ = await sink(host.rendering).sendAndWait(action)
             }
@@ -582,11 +586,11 @@ extension UpgradeOrder {
                 await send(\.pay, Pay())
             case .charged:
                 await send(\.pay, Pay())
-                await send(\.charged, Charged(receipt: "rcpt-\(stage.id)"))
+                await send(\.charged, Charged(receipt: "rcpt-\(id)"))
             case .shippedLong, .shipped:
                 await send(\.pay, Pay())
-                await send(\.charged, Charged(receipt: "rcpt-\(stage.id)"))
-                await send(\.labelReady, LabelReady(label: "label-\(stage.id)"))
+                await send(\.charged, Charged(receipt: "rcpt-\(id)"))
+                await send(\.labelReady, LabelReady(label: "label-\(id)"))
                 await send(\.ship, Ship())
                 if stage == .shippedLong { await bumps(50) }
             case .expired:

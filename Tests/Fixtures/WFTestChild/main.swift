@@ -11,6 +11,7 @@ import WorkflowSignals
 import TestWorkflows
 import Workflow
 import WorkflowLocks
+import WorkflowCLI
 import WorkflowService
 import WorkflowTesting
 import ServiceLifecycle
@@ -678,6 +679,38 @@ do {
         say("seeded")
         while true { sleep(60) }
 
+    case "upgrade-seed-many":
+        // upgrade-seed-many STORE COPIES: the first build seeds COPIES copies of the stages
+        // (ids "order-sN-C"), commits without syncs, stops them and prints "seeded N".
+        UpgradeOutside.answersIn = 3_600_000
+        let store = try openStore(arguments[1])
+        let copies = Int(arguments[2])!
+        try waitFor {
+            for copy in 0..<copies {
+                for host in try await UpgradeOrder<BuildV1>.seed(store, mode: .processCrashSafe, suffix: "-\(copy)") { await host.stopAndWait() }
+            }
+        }
+        try store.close()
+        say("seeded \(copies * UpgradeStage.allCases.count)")
+
+    case "upgrade-resume-all":
+        // upgrade-resume-all STORE BUILD: times resumeAll of every instance by BUILD (the outside
+        // world held, time standing still) and prints "resumed N failed M in SECONDS".
+        UpgradeOutside.isHeld = true
+        guard let build = upgradeBuilds.first(where: { $0.name == arguments[2] }) else { fail("no build \(arguments[2])") }
+        let store = try openStore(arguments[1])
+        let clock = ManualClock(now: try store.instances().map(\.created).min() ?? .now())
+        func resumeAll<Build: UpgradeBuild>(_ build: Build.Type) throws {
+            let started = ContinuousClock.now
+            let results = try store.resumeAll(UpgradeOrder<Build>.self, configuration: UpgradeOrder<Build>.configuration(clock: clock))
+            let elapsed = ContinuousClock.now - started
+            say("resumed \(results.filter { $0.host != nil }.count) failed \(results.filter { $0.host == nil }.count) in \(elapsed)")
+            let hosts = results.compactMap(\.host)
+            try waitFor { for host in hosts { await host.stopAndWait() } }
+        }
+        try resumeAll(build)
+        try store.close()
+
     case "upgrade-run":
         // upgrade-run STORE BUILD: the build named BUILD resumes every instance and prints
         // "resumed ID STATE" (the state the resume left, as NormalizedOrder JSON: time stands
@@ -721,6 +754,17 @@ do {
         try run(build)
         try store.close()
         say("done")
+
+    case "upgrade-wfctl":
+        // upgrade-wfctl BUILD ARGUMENTS...: `wfctl ARGUMENTS` of a tool that registers the order
+        // service's build BUILD (as a service's own tool does); exits with its code.
+        guard let build = upgradeBuilds.first(where: { $0.name == arguments[1] }) else { fail("no build \(arguments[1])") }
+        func types<Build: UpgradeBuild>(_ build: Build.Type) -> WorkflowTypes {
+            var types = WorkflowTypes()
+            types.register(UpgradeOrder<Build>.self, configuration: UpgradeOrder<Build>.configuration())
+            return types
+        }
+        exit(WorkflowTool.run(types: types(build), arguments: Array(arguments.dropFirst(2))))
 
     case "idle":
         // idle: prints "idle", then does nothing until it is killed (or its parent is gone).
