@@ -88,7 +88,7 @@ public struct DurableConfiguration: Sendable {
     /// default): instances carry none.
     public var codeVersion: String?
     /// The version markers this build's code supports, with the versions of each it can run
-    /// (``HostConfiguration/versionMarkers``, which it sets): `["fee": 1...2]`. A new instance
+    /// (`HostConfiguration.versionMarkers`, which it sets): `["fee": 1...2]`. A new instance
     /// takes the newest of each (logged with its first entry); a resume refuses, with
     /// ``DurableError/Kind/unsupportedVersion``, an instance whose log fixed a version outside
     /// the range.

@@ -318,17 +318,16 @@ final class LogWriter: Sendable {
                     entryNotes = notes[nextNote].notes
                     nextNote += 1
                 }
-                let noted = entryNotes?.encoded()
-                let size = LogEntry.recordSize(targetCount: targetBytes.count, payloadCount: payload.count - start, hasDigest: pending.digest != nil,
-                                               notesCount: noted?.count)
-                targetBytes.withUnsafeBytes { targetBytes in
-                    payload.withUnsafeBytes { payload in
-                        LogEntry.withNotes(noted) { noted in
+                if let entryNotes {
+                    Self.appendRecord(of: pending, target: targetBytes, payload: payload, from: start, notes: entryNotes.encoded(), to: &records)
+                } else {
+                    let size = LogEntry.recordSize(targetCount: targetBytes.count, payloadCount: payload.count - start, hasDigest: pending.digest != nil)
+                    targetBytes.withUnsafeBytes { targetBytes in
+                        payload.withUnsafeBytes { payload in
                             records.append(size: size) { space in
                                 let count = LogEntry.writeRecord(
                                     into: space.baseAddress!, sequence: pending.sequence, time: pending.time, origin: pending.origin,
-                                    target: targetBytes, payload: UnsafeRawBufferPointer(rebasing: payload[start...]), digest: pending.digest,
-                                    notes: noted)
+                                    target: targetBytes, payload: UnsafeRawBufferPointer(rebasing: payload[start...]), digest: pending.digest)
                                 precondition(count == size, "log entry size miscounted")
                             }
                         }
@@ -349,6 +348,27 @@ final class LogWriter: Sendable {
         if participant.finishes { changes[appended].status = .completed }
         participant.written = written
         return true
+    }
+
+    /// Appends the record of `pending` with `notes` (out of line: few entries have notes).
+    @inline(never)
+    private static func appendRecord(
+        of pending: PendingEntry, target: [UInt8], payload: [UInt8], from start: Int, notes: [UInt8], to records: inout LogRecords
+    ) {
+        let size = LogEntry.recordSize(targetCount: target.count, payloadCount: payload.count - start, hasDigest: pending.digest != nil,
+                                       notesCount: notes.count)
+        target.withUnsafeBytes { target in
+            payload.withUnsafeBytes { payload in
+                notes.withUnsafeBytes { notes in
+                    records.append(size: size) { space in
+                        let count = LogEntry.writeRecord(
+                            into: space.baseAddress!, sequence: pending.sequence, time: pending.time, origin: pending.origin,
+                            target: target, payload: UnsafeRawBufferPointer(rebasing: payload[start...]), digest: pending.digest, notes: notes)
+                        precondition(count == size, "log entry size miscounted")
+                    }
+                }
+            }
+        }
     }
 
     /// The failure of a commit the store refused: another host holds the instance (or it was deleted).

@@ -28,6 +28,18 @@ enum ReplayExplanation {
             + (declared.isEmpty ? "; its parent declares no child now" : "; its parent declares \(declared.joined(separator: ", ")) now")
     }
 
+    /// What render declares after the entry against what the build that logged it declared
+    /// (workers by `<path>#<key>`), when they differ: a child rendered under another key or type,
+    /// a worker added or removed.
+    static func declaredDifferently(recorded: [String: Int], now: [String: Int]) -> String? {
+        let added = now.keys.filter { recorded[$0] == nil }.sorted(), removed = recorded.keys.filter { now[$0] == nil }.sorted()
+        guard !added.isEmpty || !removed.isEmpty else { return nil }
+        var parts: [String] = []
+        if !added.isEmpty { parts.append("render now declares \(added.joined(separator: ", "))") }
+        if !removed.isEmpty { parts.append("the build that logged this entry declared \(removed.joined(separator: ", "))") }
+        return parts.joined(separator: "; ")
+    }
+
     /// What to do about a replay that no longer finds the node an entry targets.
     static let missingNodeRecovery = "The build that logged the entry declared that node. Keep declaring it for the instances "
         + "that logged it (branch on the instance's code version), or resume them with the build that wrote them"

@@ -319,9 +319,13 @@ extension WorkflowStore {
             if actual != recorded {
                 let after = Self.stateText(at: entry.nodePath, in: driver.tree, codec: configuration.codec)
                 let unordered = ReplayExplanation.holdsUnorderedCollection(at: entry.nodePath, in: driver.tree)
-                throw failure(.nonDeterministic, entry, plan.id,
-                              "replay diverged: state digest \(hex(actual)) differs from the recorded \(hex(recorded)); "
-                                + "the node's state after this entry, replayed here: \(after)",
+                var detail = "replay diverged: state digest \(hex(actual)) differs from the recorded \(hex(recorded)); "
+                    + "the node's state after this entry, replayed here: \(after)"
+                if let recordedWorkers = decoders.workers,
+                   let declared = ReplayExplanation.declaredDifferently(recorded: recordedWorkers, now: InstanceJournal.declaredWorkers(of: driver.tree)) {
+                    detail += "; " + declared
+                }
+                throw failure(.nonDeterministic, entry, plan.id, detail,
                               recovery: ReplayExplanation.divergenceRecovery(stateHoldsUnorderedCollection: unordered))
             }
         }

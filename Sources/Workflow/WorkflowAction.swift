@@ -63,7 +63,7 @@ public struct ApplyContext<WorkflowType: Workflow> {
     }
 
     /// A context whose instance takes `versionMarkers` and started under `codeVersion`, for tests
-    /// of actions that branch on them (markers not listed are taken at version 1).
+    /// of actions that branch on them (asking for a marker not listed is a programmer error).
     public init(props: WorkflowType, now: WallTime = .now(), versionMarkers: [String: Int], codeVersion: String? = nil) {
         self.props = props
         self.now = now

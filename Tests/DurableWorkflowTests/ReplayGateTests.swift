@@ -117,6 +117,9 @@ struct ReplayGateTests {
         let renamed = try Self.expect(BuildChildKey.self, store, [.charged: .failsAtResume, .shipped: .failsAtResume, .shippedLong: .fullReplayFails])
         let moved = try #require(renamed[.charged]?.renderDiff?.rekeyed.first, "\(String(describing: renamed[.charged]))")
         #expect(moved.before.node.contains("Packing[packing]") && moved.after.node.contains("Packing[pack]"), "\(moved)")
+        // The divergence itself says what render declares differently.
+        let problem = renamed[.charged]?.problem ?? ""
+        #expect(problem.contains("render now declares /Order/Packing[pack]") && problem.contains("declared /Order/Packing[packing]"), "\(problem)")
         let unchecked = try Self.expect(BuildChildKeyUnchecked.self, store, [.charged: .resumesWithDifferentState, .shipped: .resumesWithDifferentState,
                                                                              .shippedLong: .fullReplayFails])
         #expect(unchecked[.charged]?.renderDiff?.rekeyed.count == 1, "\(String(describing: unchecked[.charged]))")

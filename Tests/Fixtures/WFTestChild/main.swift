@@ -34,6 +34,12 @@ func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) thro
     return try result.withLock { $0! }.get()
 }
 
+func waitForCount(_ body: @escaping @Sendable () async -> Void) throws {
+    let done = DispatchSemaphore(value: 0)
+    Task.detached { await body(); done.signal() }
+    done.wait()
+}
+
 /// Writes one line to stdout unbuffered, so a parent reading the pipe sees it at once.
 func say(_ line: String) {
     var text = line + "\n"
@@ -765,6 +771,15 @@ do {
             return types
         }
         exit(WorkflowTool.run(types: types(build), arguments: Array(arguments.dropFirst(2))))
+
+    case "count-grouped":
+        // count-grouped STORE N: one DurableCounter in grouped mode takes N actions, then a flush
+        // (a fixed amount of work, for instruction counts under callgrind).
+        let store = try WorkflowStore.open(path: arguments[1])
+        let host = try store.start(DurableCounter(), id: "c", configuration: DurableConfiguration(mode: .grouped, actions: DurableCounter.actions))
+        for amount in 0..<Int(arguments[2])! { host.rendering.sink.send(.init(amount: amount)) }
+        try waitForCount { await host.flush(); await host.stopAndWait() }
+        say("done \(host.rendering.state.applied)")
 
     case "idle":
         // idle: prints "idle", then does nothing until it is killed (or its parent is gone).
