@@ -96,13 +96,13 @@ do {
 
     let finished = Lock(0)
     Task.detached {
-        while service.state != .running { try? await Task.sleep(for: .milliseconds(5)) }
+        guard (try? await service.untilRunning()) != nil else { return }
         say("running: \(service.runningInstances.count) orders resumed")
         await withTaskGroup(of: Void.self) { tasks in
             for index in 0..<count {
                 tasks.addTask {
                     do {
-                        let host = try service.startOrResume(order(index), id: "order-\(index)", with: Order.Place())
+                        let host = try await service.startOrResume(order(index), id: "order-\(index)", with: Order.Place())
                         let outcome = try await host.completion
                         say("finished order-\(index) \(outcome)")
                     } catch {

@@ -62,6 +62,13 @@ public final class WorkflowStore: Sendable {
         for (status, gauge) in metrics.instancesByStatus { gauge.record(counts[status] ?? 0) }
     }
 
+    /// Counts a graceful stop's drain in the metrics `workflow_task_attempts_drained` and
+    /// `workflow_task_attempts_abandoned` (a service calls it as it shuts down).
+    public func recordDrain(_ report: DrainReport) {
+        metrics.attemptsDrained.increment(by: report.drained)
+        metrics.attemptsAbandoned.increment(by: report.abandoned)
+    }
+
     /// A store in this process's memory, for tests and previews: **not durable** (everything is
     /// gone with the store), and workflows that await durable signals need an LMDB store for now.
     public static func inMemory(name: String = "memory") -> WorkflowStore {

@@ -145,6 +145,8 @@ public enum WorkerContext {
     /// `<instance><node path>#<worker key>@<start sequence>` (e.g. `order-7/Order/Upload[a]#upload@12`)
     /// for a durable host; `nil` in memory.
     @TaskLocal public static var idempotencyKey: String?
+    /// The in-flight work of the worker's host, which a graceful stop drains.
+    @TaskLocal package static var drainGate: DrainGate?
 }
 
 /// A worker output that carries something the journal must commit together with the action the

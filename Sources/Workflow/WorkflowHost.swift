@@ -177,6 +177,26 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
         runtime.whenStopped(handler)
     }
 
+    /// Lets the attempts in flight finish and commits their outcomes, for a graceful stop: from
+    /// now on no task attempt starts (one not started runs after a resume), those running get
+    /// until `deadline` to return, and each outcome is applied and committed before this
+    /// returns. An attempt still running at the deadline is abandoned: its task logs that it was
+    /// (the state is unchanged, so a resume runs the attempt again, once, under the same
+    /// idempotency key) and its outcome, if it comes, is dropped. Stop the host afterwards
+    /// (``stopAndWait()``); the host goes on applying what else arrives until then.
+    public func drain(within deadline: Duration) async -> DrainReport {
+        let gate = runtime.drainGate
+        gate.startDraining()
+        if await !gate.idle(within: deadline) {
+            gate.abandonRemaining()
+            // The abandonments are reported at once; the grace covers a host busy applying.
+            _ = await gate.idle(within: .seconds(2))
+        }
+        await flush()
+        let counts = gate.counts
+        return DrainReport(drained: counts.drained, abandoned: counts.abandoned)
+    }
+
     /// Stops (see ``stop()``) and returns once the host has: its nodes ended, its workers
     /// cancelled, its side effects' lifetimes ended, and (a durable host) what it held committed
     /// and its instance released. A worker that does not heed cancellation may still be running
@@ -196,6 +216,26 @@ extension WorkflowHost where W: FinishingWorkflow {
     public var completion: W.Output {
         get async throws(StoppedBeforeFinishing) { try await runtime.completion.wait() }
     }
+}
+
+/// What a graceful stop's drain (``WorkflowHost/drain(within:)``) did with the task attempts
+/// in flight.
+public struct DrainReport: Sendable, Equatable, CustomStringConvertible {
+    /// Attempts that returned within the deadline, their outcomes committed.
+    public var drained: Int
+    /// Attempts still running at the deadline: logged as abandoned, run again after a resume.
+    public var abandoned: Int
+
+    public init(drained: Int = 0, abandoned: Int = 0) {
+        self.drained = drained
+        self.abandoned = abandoned
+    }
+
+    public static func + (lhs: DrainReport, rhs: DrainReport) -> DrainReport {
+        DrainReport(drained: lhs.drained + rhs.drained, abandoned: lhs.abandoned + rhs.abandoned)
+    }
+
+    public var description: String { "\(drained) drained, \(abandoned) abandoned" }
 }
 
 /// A running ``WorkflowHost/observeRenderings(_:)``; cancel it to stop the callbacks.

@@ -43,6 +43,9 @@ struct Import: ParsableCommand {
     @Argument(help: "The store's directory (created if missing).")
     var store: String
 
+    @Flag(help: "Print one summary line instead of a line per instance.")
+    var quiet = false
+
     func run() throws {
         let store = try openStore(store, readOnly: false)
         var reading = Progress("read lines:", total: nil)
@@ -54,9 +57,13 @@ struct Import: ParsableCommand {
         } catch let error as ExportLineError {
             throw ToolError.usage("the input: \(error)")
         }
-        for id in imported {
-            emit("imported \(id): \(lines.filter { $0.instance == id && $0.kind == "entry" }.count) entries")
+        let entries = Dictionary(grouping: lines.filter { $0.kind == "entry" }, by: \.instance).mapValues(\.count)
+        guard !quiet else {
+            let total = imported.reduce(0) { $0 + (entries[$1] ?? 0) }
+            emit("imported \(imported.count) instance\(imported.count == 1 ? "" : "s"), \(total) entries")
+            return
         }
+        for id in imported { emit("imported \(id): \(entries[id] ?? 0) entries") }
     }
 }
 

@@ -146,7 +146,11 @@ public final class LMDBStorage: StorageBackend {
             // The format first: a newer store may have databases this version does not know.
             let meta: Database<String, [UInt8]> = try environment.database(named: "meta")
             try checkFormat(environment: environment, meta: meta, readOnly: configuration.readOnly)
-            return LMDBStorage(environment: environment, layout: try StoreLayout(environment: environment), checkpoints: checkpoints)
+            let storage = LMDBStorage(environment: environment, layout: try StoreLayout(environment: environment), checkpoints: checkpoints)
+            // Written once, complete: a store any writer made (an import, a service without
+            // signals) has its signal tables, so tools open its signals read-only.
+            if !configuration.readOnly { _ = try storage.signalLayout() }
+            return storage
         } catch let failure as StorageFailure {
             throw failure
         } catch let error as LMDBError where error.kind == .databaseNotFound {

@@ -1,3 +1,4 @@
+import Dispatch
 import DurableWorkflow
 #if canImport(Glibc)
 import Glibc
@@ -16,9 +17,13 @@ import WorkflowLocks
 /// instance of the registered types (`WorkflowStore.resumeAll(_:configuration:)`: one that
 /// cannot be replayed is marked failed and logged, the others run), then serves until graceful
 /// shutdown (SIGTERM, with the group's `gracefulShutdownSignals`). Shutting down, it stops
-/// taking work (starts throw ``WorkflowServiceError``), stops every host it runs (each commits
-/// what it holds first: in `grouped` mode, every action applied before the stop is committed),
-/// which releases each instance's ownership, and closes the store.
+/// taking work (starts throw ``WorkflowServiceError``), drains its hosts (task attempts in
+/// flight get until `drainDeadline` to return, and their outcomes are committed; those still
+/// running then are logged as abandoned and run again after a restart), stops every host it
+/// runs (each commits what it holds first: in `grouped` mode, every action applied before the
+/// stop is committed), which releases each instance's ownership, and closes the store. One log
+/// line and the metrics `workflow_task_attempts_drained` and `workflow_task_attempts_abandoned`
+/// say how many attempts the drain let finish and how many it abandoned.
 ///
 /// A host the service runs is forgotten once it stops by itself: its workflow finished
 /// (`FinishingWorkflow`) or its log could not be written (logged with the failure).
@@ -53,6 +58,10 @@ public final class WorkflowService: Service, Sendable {
         var hosts: [String: RunningHost] = [:]
         /// Tells a host's record from a later one of the same id.
         var lastToken: UInt64 = 0
+        /// Callers of `untilRunning()` waiting for the service to run (or to stop first).
+        var runningWaiters: [CheckedContinuation<State, Never>] = []
+        /// What the last shutdown's drain did.
+        var lastDrain: DrainReport?
     }
 
     /// How one registered root type is resumed.
@@ -69,28 +78,70 @@ public final class WorkflowService: Service, Sendable {
         let token: UInt64
         let host: any Sendable
         let stop: @Sendable () async -> Void
+        let drain: @Sendable (Duration) async -> DrainReport
     }
 
     /// How often the gauge `workflow_instances` (by status) is set from a listing of the store.
     private let instanceCountsInterval: Duration?
     /// How often the service looks for instances of its types that no live host holds.
     private let adoptionInterval: Duration?
+    /// How long a graceful shutdown lets task attempts in flight run (`nil`: no drain).
+    private let drainDeadline: Duration?
 
     /// A service over `store`, logging to `logger`; while it runs, it sets the store's
     /// `workflow_instances` gauges every `instanceCountsInterval` and adopts the running
     /// instances of its types that no live host holds every `adoptionInterval` (`nil`: never).
+    /// A graceful shutdown lets the task attempts in flight run for up to `drainDeadline` and
+    /// commits their outcomes before it stops the hosts (`nil`: it stops them at once, and
+    /// outcomes that come back after that are dropped, so those attempts run again after a
+    /// restart). Keep the deadline within what your orchestrator allows between SIGTERM and
+    /// SIGKILL (Kubernetes: `terminationGracePeriodSeconds`, 30 s by default).
     public init(
         store: WorkflowStore, logger: Logger = Logger(label: "workflow.service"), instanceCountsInterval: Duration? = .seconds(10),
-        adoptionInterval: Duration? = .seconds(2)
+        adoptionInterval: Duration? = .seconds(2), drainDeadline: Duration? = .seconds(10)
     ) {
         self.store = store
         self.logger = logger
         self.instanceCountsInterval = instanceCountsInterval
         self.adoptionInterval = adoptionInterval
+        self.drainDeadline = drainDeadline
     }
 
     /// The service's state.
     public var state: State { shared.withLock { $0.state } }
+
+    /// What the last graceful shutdown's drain did with the task attempts in flight (`nil`
+    /// before one, or when the service drains nothing).
+    public var lastDrain: DrainReport? { shared.withLock { $0.lastDrain } }
+
+    /// Returns once the service runs (its instances resumed; starts are accepted), at once if it
+    /// does. Throws ``WorkflowServiceError`` if it shuts down first.
+    public func untilRunning() async throws(WorkflowServiceError) {
+        let reached = await withCheckedContinuation { (continuation: CheckedContinuation<State, Never>) in
+            let now = shared.withLock { shared -> State? in
+                switch shared.state {
+                case .idle, .resuming:
+                    shared.runningWaiters.append(continuation)
+                    return nil
+                case .running, .shuttingDown, .stopped:
+                    return shared.state
+                }
+            }
+            if let now { continuation.resume(returning: now) }
+        }
+        guard reached == .running else { throw WorkflowServiceError(state: reached, operation: "run") }
+    }
+
+    /// Moves to `state`, answering the callers of `untilRunning()` once it runs or stops.
+    private func enter(_ state: State) {
+        let waiters = shared.withLock { shared -> [CheckedContinuation<State, Never>] in
+            shared.state = state
+            guard state != .idle, state != .resuming else { return [] }
+            defer { shared.runningWaiters = [] }
+            return shared.runningWaiters
+        }
+        for waiter in waiters { waiter.resume(returning: state) }
+    }
 
     /// The ids of the instances whose hosts the service runs now.
     public var runningInstances: [String] { shared.withLock { $0.hosts.keys.sorted() } }
@@ -162,6 +213,48 @@ public final class WorkflowService: Service, Sendable {
         try runningOrAdopted(id: id) { configuration in try store.startOrResume(workflow, id: id, configuration: configuration) }
     }
 
+    // MARK: Starting without blocking a thread of the cooperative pool
+
+    /// As ``start(_:id:with:)``, suspending the calling task (not blocking its thread) until the
+    /// first commit: thousands of concurrent starts leave the cooperative pool free, so the
+    /// service notices a shutdown signal at once.
+    public func start<W: DurableWorkflow, A: DurableAction>(_ workflow: W, id: String, with firstAction: A) async throws -> WorkflowHost<W>
+    where A.WorkflowType == W, W.Rendering: Sendable, W.Output: Sendable {
+        try await Self.offThePool { try self.start(workflow, id: id, with: firstAction) as WorkflowHost<W> }
+    }
+
+    /// As ``start(_:id:)``, suspending the calling task until the first commit.
+    public func start<W: DurableWorkflow>(_ workflow: W, id: String) async throws -> WorkflowHost<W>
+    where W.Rendering: Sendable, W.Output: Sendable {
+        try await Self.offThePool { try self.start(workflow, id: id) as WorkflowHost<W> }
+    }
+
+    /// As ``startOrResume(_:id:with:)``, suspending the calling task while the instance is
+    /// started (its first commit) or resumed (its replay).
+    public func startOrResume<W: DurableWorkflow, A: DurableAction>(_ workflow: W, id: String, with firstAction: A) async throws -> WorkflowHost<W>
+    where A.WorkflowType == W, W.Rendering: Sendable, W.Output: Sendable {
+        if let running = host(id: id, as: W.self) { return running }
+        return try await Self.offThePool { try self.startOrResume(workflow, id: id, with: firstAction) as WorkflowHost<W> }
+    }
+
+    /// As ``startOrResume(_:id:)``, suspending the calling task while the instance is started
+    /// or resumed.
+    public func startOrResume<W: DurableWorkflow>(_ workflow: W, id: String) async throws -> WorkflowHost<W>
+    where W.Rendering: Sendable, W.Output: Sendable {
+        if let running = host(id: id, as: W.self) { return running }
+        return try await Self.offThePool { try self.startOrResume(workflow, id: id) as WorkflowHost<W> }
+    }
+
+    /// Where the store's blocking calls (a commit, a replay) run for the async starts: threads
+    /// of their own, outside the cooperative pool.
+    private static let blockingCalls = DispatchQueue(label: "workflow.service.blocking-calls", attributes: .concurrent)
+
+    private static func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            blockingCalls.async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
     /// The host the service runs for `id`, else the one `open` makes (adopted). A concurrent call
     /// for the same id that got there first makes `open` fail with `instanceInUse`: its host is
     /// then the answer.
@@ -196,13 +289,20 @@ public final class WorkflowService: Service, Sendable {
         }
         let started = ContinuousClock.now
         for registration in registrations {
-            let counts = try registration.resumeAll(self)
+            let counts: (resumed: Int, failed: Int)
+            do {
+                counts = try registration.resumeAll(self)
+            } catch {
+                // The store could not list its instances: the service ends before it ran.
+                await shutDown()
+                throw error
+            }
             logger.info("resumed instances", metadata: [
                 "workflow": "\(registration.typeName)", "resumed": "\(counts.resumed)", "failed": "\(counts.failed)",
                 "duration": "\(ContinuousClock.now - started)",
             ])
         }
-        shared.withLock { $0.state = .running }
+        enter(.running)
         logger.info("workflow service running", metadata: ["store": "\(store.path)"])
         await servePeriodically()
         await shutDown()
@@ -247,13 +347,13 @@ public final class WorkflowService: Service, Sendable {
         }
     }
 
-    /// Stops taking work, stops every host (each commits what it holds) and closes the store.
+    /// Stops taking work, drains the hosts' attempts in flight, stops every host (each commits
+    /// what it holds) and closes the store.
     private func shutDown() async {
-        let hosts = shared.withLock { shared -> [RunningHost] in
-            shared.state = .shuttingDown
-            return Array(shared.hosts.values)
-        }
+        enter(.shuttingDown)
+        let hosts = shared.withLock { Array($0.hosts.values) }
         logger.info("workflow service shutting down", metadata: ["hosts": "\(hosts.count)"])
+        if let drainDeadline { await drain(hosts, within: drainDeadline) }
         await withTaskGroup(of: Void.self) { group in
             for host in hosts { group.addTask { await host.stop() } }
         }
@@ -262,8 +362,29 @@ public final class WorkflowService: Service, Sendable {
         } catch {
             logger.error("the store could not be synced at shutdown", metadata: ["error": "\(error)"])
         }
-        shared.withLock { $0.state = .stopped }
+        enter(.stopped)
         logger.info("workflow service stopped")
+    }
+
+    /// Lets the attempts in flight on every host finish within `deadline` (all hosts at once),
+    /// their outcomes committed; reports the counts in one log line and the metrics.
+    private func drain(_ hosts: [RunningHost], within deadline: Duration) async {
+        let started = ContinuousClock.now
+        let report = await withTaskGroup(of: DrainReport.self) { group in
+            for host in hosts { group.addTask { await host.drain(deadline) } }
+            return await group.reduce(DrainReport(), +)
+        }
+        shared.withLock { $0.lastDrain = report }
+        store.recordDrain(report)
+        let metadata: Logger.Metadata = [
+            "drained": "\(report.drained)", "abandoned": "\(report.abandoned)", "deadline": "\(deadline)",
+            "duration": "\(ContinuousClock.now - started)",
+        ]
+        if report.abandoned > 0 {
+            logger.warning("drained the task attempts in flight; those still running at the deadline run again after a restart", metadata: metadata)
+        } else {
+            logger.info("drained the task attempts in flight", metadata: metadata)
+        }
     }
 
     private func configuration<W: DurableWorkflow>(for type: W.Type) throws(WorkflowServiceError) -> DurableConfiguration {
@@ -280,7 +401,8 @@ public final class WorkflowService: Service, Sendable {
         let token = shared.withLock { shared -> UInt64? in
             guard shared.state == .running || shared.state == .resuming else { return nil }
             shared.lastToken += 1
-            shared.hosts[id] = RunningHost(token: shared.lastToken, host: host, stop: { await host.stopAndWait() })
+            shared.hosts[id] = RunningHost(
+                token: shared.lastToken, host: host, stop: { await host.stopAndWait() }, drain: { await host.drain(within: $0) })
             return shared.lastToken
         }
         guard let token else {

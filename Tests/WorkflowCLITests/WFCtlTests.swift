@@ -148,6 +148,25 @@ struct WFCtlTests {
         #expect(try WorkflowStore.open(path: dir.child("compact")).entries(of: "counter").count == 13)
     }
 
+    @Test("a store made by import opens with every command (verify, state, signals read the signal tables); --quiet prints one summary line (issue 59, point 8)")
+    func importMakesACompleteStore() throws {
+        let dir = TemporaryDirectory("cli-import-complete")
+        try makeCounterStore(dir.path)
+        let exported = try wfctl(["export", dir.path])
+        let file = dir.child("export.jsonl")
+        try (exported.lines.joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let imported = try wfctl(["import", dir.child("copy"), "--quiet"], input: file)
+        #expect(imported.code == 0 && imported.lines == ["imported 1 instance, 13 entries"], "\(imported.lines)")
+        for command in [["verify"], ["state", "counter"], ["signals"], ["list"], ["describe", "counter"]] {
+            let result = try wfctl([command[0], dir.child("copy")] + command.dropFirst())
+            #expect(result.code == 0, "\(command) exited \(result.code): \(result.lines)")
+        }
+        // A service's own tool opens the signals of the store read-only for its types' configurations.
+        let readOnly = try WorkflowStore.open(path: dir.child("copy"), configuration: .readOnly)
+        let center = try SignalCenter.open(store: readOnly, processIdentity: "tool", configuration: .init(pollInterval: .seconds(3600)))
+        try center.stop()
+    }
+
     @Test("wfctl against a store another process is writing neither blocks nor disturbs it")
     func liveStore() throws {
         let dir = TemporaryDirectory("cli-live")

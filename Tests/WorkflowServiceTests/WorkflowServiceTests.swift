@@ -94,10 +94,10 @@ struct WorkflowServiceTests {
         #expect(gauge("running") == 2 && gauge("failed") == 1)
         let a = try #require(service.host(id: "a", as: DurableCounter.self))
         #expect(a.rendering.state.count == 2)
-        #expect(try service.startOrResume(DurableCounter(), id: "a") === a)
+        #expect(try await service.startOrResume(DurableCounter(), id: "a") === a)
         a.rendering.sink.send(.init(amount: 5))
 
-        let checkout = try service.start(Checkout(total: 1), id: "order", with: Checkout.Open(items: 1))
+        let checkout = try await service.start(Checkout(total: 1), id: "order", with: Checkout.Open(items: 1))
         #expect(service.runningInstances == ["a", "b", "order"])
         try await checkout.rendering.pay.sendAndCommit(.init(amount: 1))
         #expect(try await checkout.completion == .receipt(.init(items: 1, paid: 1)))

@@ -14,6 +14,9 @@ import CoreMetrics
 /// - `workflow_replay_duration` (timer) and `workflow_replayed_entries` (counter): resumes.
 /// - `workflow_instances_failed` (counter): instances `resumeAll` marked failed.
 /// - `workflow_instances` (gauge, with dimension `status`): set by ``WorkflowStore/recordInstanceCounts()``.
+/// - `workflow_task_attempts_drained`, `workflow_task_attempts_abandoned` (counters): task
+///   attempts a graceful stop's drain let finish (their outcomes committed), and those it
+///   abandoned at its deadline (they run again after a resume).
 /// - `workflow_signal_latency` (timer): from a signal version's post (the poster's clock) to its
 ///   hand-over to a consumer in this process.
 struct StoreMetrics: Sendable {
@@ -29,6 +32,8 @@ struct StoreMetrics: Sendable {
     let instancesFailed: Counter
     let instancesByStatus: [InstanceStatus: Gauge]
     let signalLatency: CoreMetrics.Timer
+    let attemptsDrained: Counter
+    let attemptsAbandoned: Counter
 
     init(store: String, factory: (any MetricsFactory)?) {
         let dimensions = [("store", store)]
@@ -49,6 +54,8 @@ struct StoreMetrics: Sendable {
         }
         instancesByStatus = gauges
         signalLatency = CoreMetrics.Timer(label: "workflow_signal_latency", dimensions: dimensions, factory: factory)
+        attemptsDrained = Counter(label: "workflow_task_attempts_drained", dimensions: dimensions, factory: factory)
+        attemptsAbandoned = Counter(label: "workflow_task_attempts_abandoned", dimensions: dimensions, factory: factory)
     }
 
     /// A round wrote `entries` entries (`actions` of them actions) of `instances` instances in `duration`.

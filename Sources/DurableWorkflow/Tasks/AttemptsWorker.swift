@@ -15,11 +15,14 @@ struct AttemptsWorker<Value: Codable & Sendable>: Worker, DescribedWorker {
     /// Where each attempt's span goes (`nil`: no spans).
     let tracer: (any Tracer)?
 
-    func run() -> AsyncStream<TaskWorkflow<Value>.Event> {
+    func run() -> AsyncStream<AttemptReport<Value>> {
         let worker = self
         return AsyncStream { continuation in
             let task = Task {
-                await worker.attempts { continuation.yield($0) }
+                await worker.attempts {
+                    if case .terminated = continuation.yield($0) { return false }
+                    return true
+                }
                 continuation.finish()
             }
             continuation.onTermination = { _ in task.cancel() }
@@ -30,27 +33,52 @@ struct AttemptsWorker<Value: Codable & Sendable>: Worker, DescribedWorker {
 
     var wait: WorkerWait { .task(attempt: firstAttempt, notBefore: notBefore) }
 
-    /// Runs attempts until one succeeds, the policy gives up, or the task is cancelled.
-    private func attempts(_ report: (TaskWorkflow<Value>.Event) -> Void) async {
-        let idempotencyKey = WorkerContext.idempotencyKey
+    /// Runs attempts until one succeeds, the policy gives up, the task is cancelled, or the host
+    /// drains (an attempt is not started then; one running reports its outcome, or that the
+    /// drain abandoned it).
+    /// `report` says whether the report was taken (`false`: the worker's stream ended).
+    private func attempts(_ report: @escaping @Sendable (AttemptReport<Value>) -> Bool) async {
+        let idempotencyKey = WorkerContext.idempotencyKey, gate = WorkerContext.drainGate
+        // A report nobody reads (the stream ended) no longer holds up a drain.
+        func send(_ event: TaskWorkflow<Value>.Event, _ token: UInt64?) {
+            if !report(AttemptReport(event: event, token: token)), let token { gate?.withdraw(token) }
+        }
         var number = firstAttempt
         do {
             if let notBefore { try await clock.sleep(until: notBefore) }
             while true {
+                let attempt = number
+                let token: UInt64?
+                if let gate {
+                    guard let begun = gate.begin(abandon: { report(AttemptReport(event: .abandoned(attempt: attempt), token: $0)) })
+                    else { return }
+                    token = begun
+                } else {
+                    token = nil
+                }
                 let outcome = await traced(TaskAttempt(number: number, idempotencyKey: idempotencyKey))
-                try Task.checkCancellation()
+                if let gate, let token {
+                    // Abandoned by the drain: that was reported, and this outcome is dropped.
+                    guard gate.settle(token) else { return }
+                    if Task.isCancelled {
+                        gate.withdraw(token)
+                        return
+                    }
+                } else {
+                    try Task.checkCancellation()
+                }
                 switch outcome {
                 case .success(let value):
-                    report(.succeeded(value, attempt: number))
+                    send(.succeeded(value, attempt: number), token)
                     return
                 case .failure(let error):
                     let failure = TaskFailure(attempt: number, error: error)
                     guard policy.retries(after: number, error: error) else {
-                        report(.failed(failure))
+                        send(.failed(failure), token)
                         return
                     }
                     let retryAt = clock.now() + policy.delay(after: number)
-                    report(.attemptFailed(failure, retryAt: retryAt))
+                    send(.attemptFailed(failure, retryAt: retryAt), token)
                     try await clock.sleep(until: retryAt)
                     number += 1
                 }
@@ -97,6 +125,15 @@ struct AttemptsWorker<Value: Codable & Sendable>: Worker, DescribedWorker {
             race.settle(.failure(CancellationError()))
         }
     }
+}
+
+/// What an ``AttemptsWorker`` emits: the task's event, with the token of the attempt it ends
+/// when the host's drain gate tracks it.
+struct AttemptReport<Value: Codable & Sendable>: InFlightReport {
+    let event: TaskWorkflow<Value>.Event
+    let token: UInt64?
+
+    var inFlightToken: UInt64? { token }
 }
 
 /// An attempt against its timeout: the first to finish settles it and cancels the other (an

@@ -26,6 +26,14 @@ public struct TaskWorkflow<Value: Codable & Sendable>: Workflow, Sendable {
         public var retryAt: WallTime?
         /// Whether the outcome was emitted.
         public var finished = false
+
+        /// A task's progress as given (a render test's expected rendering, see `RenderTester.expectTask`).
+        public init(failedAttempts: Int = 0, lastFailure: TaskFailure? = nil, retryAt: WallTime? = nil, finished: Bool = false) {
+            self.failedAttempts = failedAttempts
+            self.lastFailure = lastFailure
+            self.retryAt = retryAt
+            self.finished = finished
+        }
     }
 
     public typealias Output = Result<Value, TaskFailure>
@@ -39,13 +47,15 @@ public struct TaskWorkflow<Value: Codable & Sendable>: Workflow, Sendable {
             let worker = AttemptsWorker(
                 policy: policy, operation: operation, firstAttempt: state.failedAttempts + 1, notBefore: state.retryAt,
                 clock: context.clock, tracer: context.dependency(EngineTracer.self)?.tracer)
-            context.run(worker, key: "attempts")
+            context.run(worker, key: "attempts") { $0.event }
         }
         return state
     }
 
     /// What happened to the task, as logged: an attempt failed and another is due at a time, an
-    /// attempt returned a value, or the last attempt failed.
+    /// attempt returned a value, the last attempt failed, or a graceful stop's drain abandoned
+    /// an attempt still running at its deadline (the state is unchanged: a resume runs the
+    /// attempt again, once, under the same idempotency key).
     public enum Event: DurableAction {
         public typealias WorkflowType = TaskWorkflow
         public static var tag: String { "workflow.task<\(String(reflecting: Value.self))>" }
@@ -53,6 +63,7 @@ public struct TaskWorkflow<Value: Codable & Sendable>: Workflow, Sendable {
         case attemptFailed(TaskFailure, retryAt: WallTime)
         case succeeded(Value, attempt: Int)
         case failed(TaskFailure)
+        case abandoned(attempt: Int)
 
         public func apply(toState state: inout State) -> Output? {
             switch self {
@@ -71,6 +82,8 @@ public struct TaskWorkflow<Value: Codable & Sendable>: Workflow, Sendable {
                 state.retryAt = nil
                 state.finished = true
                 return .failure(failure)
+            case .abandoned:
+                return nil
             }
         }
     }

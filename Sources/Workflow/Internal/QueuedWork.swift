@@ -6,6 +6,8 @@ typealias NodeID = UInt64
 /// Something the host's queue accepts; implemented by the runtime.
 protocol ActionQueue: AnyObject, Sendable {
     func enqueue(_ item: consuming QueueItem)
+    /// The in-flight work of the workers the queue's host runs.
+    var drainGate: DrainGate { get }
 }
 
 /// An entry in the host's first-in-first-out queue.

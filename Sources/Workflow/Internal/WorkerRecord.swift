@@ -114,12 +114,17 @@ final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtoco
         guard case .declared = phase else { illegalTransition("start") }
         let worker = self.worker, nodeID = self.nodeID, recordID = id, origin = self.origin
         let idempotencyKey = self.idempotencyKey
+        let gate = queue.drainGate, reportsInFlight = W.Output.self is any InFlightReport.Type
         phase = .running(Task {
             await WorkerContext.$idempotencyKey.withValue(idempotencyKey) {
-                // Every value goes to the host, also after the worker was ended: the host reports
-                // it as discarded (rule R5). The sequence ends when the task is cancelled.
-                for await value in worker.run() {
-                    queue.enqueue(.work(WorkerDelivery(nodeID: nodeID, recordID: recordID, value: value, origin: origin)))
+                await WorkerContext.$drainGate.withValue(gate as DrainGate?) {
+                    // Every value goes to the host, also after the worker was ended: the host
+                    // reports it as discarded (rule R5). The sequence ends when the task is cancelled.
+                    for await value in worker.run() {
+                        queue.enqueue(.work(WorkerDelivery(nodeID: nodeID, recordID: recordID, value: value, origin: origin)))
+                        // An attempt's report is queued: a drain's flush now comes after it.
+                        if reportsInFlight, let token = (value as? any InFlightReport)?.inFlightToken { gate.forwarded(token) }
+                    }
                 }
             }
         })

@@ -52,6 +52,8 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
     /// Whether outputs go to `acknowledgeableOutputs`, each with its entry's sequence.
     let acknowledgedOutputs: Bool
     let journal: (any RuntimeJournal)?
+    /// The attempts the host's workers have in flight (a graceful stop drains them).
+    let drainGate = DrainGate()
 
     // Drainer-only state (see above); exclusivity is not checked dynamically on it.
     /// A constant, so that reaching it costs no retain (an optional `var` is retained and

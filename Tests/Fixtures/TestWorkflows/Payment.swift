@@ -10,6 +10,8 @@ public final class Gateway: Sendable {
         case fail(GatewayError)
         /// Never returns (until cancelled, if `cooperative`).
         case hang(cooperative: Bool)
+        /// Succeeds after a real-time delay (whatever the host's clock).
+        case succeedAfter(Duration)
     }
 
     public struct GatewayError: Error, Equatable, CustomStringConvertible {
@@ -32,6 +34,9 @@ public final class Gateway: Sendable {
         }
         switch step {
         case .succeed: return "receipt-\(attempt.number)"
+        case .succeedAfter(let delay):
+            try await Task.sleep(for: delay)
+            return "receipt-\(attempt.number)"
         case .fail(let error): throw error
         case .hang(let cooperative):
             if cooperative {

@@ -617,9 +617,9 @@ do {
         let group = ServiceGroup(services: [service], gracefulShutdownSignals: [.sigterm], logger: logger)
         let instances = Int(arguments[2])!
         Task.detached {
-            while service.state != .running { try? await Task.sleep(for: .milliseconds(5)) }
+            try await service.untilRunning()
             for index in 0..<instances {
-                let host = try service.startOrResume(DurableCounter(), id: "t\(index)")
+                let host = try await service.startOrResume(DurableCounter(), id: "t\(index)")
                 Task.detached {
                     var n = host.rendering.state.applied + 1
                     while service.state == .running {
@@ -780,6 +780,51 @@ do {
         for amount in 0..<Int(arguments[2])! { host.rendering.sink.send(.init(amount: amount)) }
         try waitForCount { await host.flush(); await host.stopAndWait() }
         say("done \(host.rendering.state.applied)")
+
+    case "drain-payments":
+        // drain-payments STORE LEDGER N SLOWEST_MS DRAIN_MS: a WorkflowService (grouped mode, in
+        // a ServiceGroup that shuts down gracefully on SIGTERM, draining for DRAIN_MS) runs
+        // LedgerPayment instances "pay-0"..."pay-N-1" (started or resumed) against a LedgerBank
+        // writing to LEDGER whose calls take up to SLOWEST_MS; prints "ready" once all are
+        // started, "finished ID" as each finishes and "all finished" (then shuts down by
+        // itself); after the shutdown "drained D abandoned A" and "stopped". DRAIN_MS "none": no drain.
+        let logger = Logger(label: "drain-payments")
+        var configuration = DurableConfiguration(mode: .grouped, actions: LedgerPayment.actions)
+        configuration.host.provide(LedgerBank(ledger: arguments[2], slowest: .milliseconds(Int(arguments[4])!)))
+        let store = try openStore(arguments[1])
+        // "none": the service stops its hosts at once, as before it drained.
+        let drainDeadline = Int(arguments[5]).map { Duration.milliseconds($0) }
+        let service = WorkflowService(store: store, logger: logger, drainDeadline: drainDeadline)
+        service.register(LedgerPayment.self, configuration: configuration)
+        let group = ServiceGroup(services: [service], gracefulShutdownSignals: [.sigterm], logger: logger)
+        let payments = Int(arguments[3])!
+        Task.detached {
+            try await service.untilRunning()
+            let finished = Lock(0)
+            for index in 0..<payments {
+                let id = "pay-\(index)"
+                let host = try await service.startOrResume(LedgerPayment(amount: 100 + index), id: id)
+                Task.detached {
+                    guard (try? await host.completion) != nil else { return }
+                    say("finished \(id)")
+                    if finished.withLock({ $0 += 1; return $0 }) == payments {
+                        say("all finished")
+                        await group.triggerGracefulShutdown()
+                    }
+                }
+            }
+            say("ready")
+        }
+        let stopped = DispatchSemaphore(value: 0)
+        Task.detached {
+            do { try await group.run() } catch { say("group failed: \(error)") }
+            stopped.signal()
+        }
+        stopped.wait()
+        let drain = service.lastDrain
+        say("drained \(drain?.drained ?? -1) abandoned \(drain?.abandoned ?? -1)")
+        say("stopped")
+        exit(0)
 
     case "idle":
         // idle: prints "idle", then does nothing until it is killed (or its parent is gone).
