@@ -171,6 +171,8 @@ extension WorkflowStore {
                                recovery: "Resume it (startOrResume does either), or pick another id")
         }
         let duration = ContinuousClock.now - started
+        // A commit as the pipeline's are: the props entry and a first action are entries too.
+        metrics.committed(entries: entries.count, actions: entries.filter { !$0.isProps }.count, instances: 1, duration: duration)
         for observer in configuration.observers {
             for entry in entries { observer.didAppend(entry, instance: id) }
             observer.didCommit(instance: id, batchSize: entries.count, lastSequence: UInt64(entries.count), duration: duration)

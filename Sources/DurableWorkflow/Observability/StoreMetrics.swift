@@ -5,8 +5,8 @@ import CoreMetrics
 /// handlers and recording costs a call that returns.
 ///
 /// Every metric has the dimension `store` (the store's path or URL):
-/// - `workflow_commits` (counter): pipeline rounds written; `workflow_commit_failures`: rounds the
-///   store failed.
+/// - `workflow_commits` (counter): pipeline rounds written, and each start's own commit (its props
+///   entry, with its first action if it has one); `workflow_commit_failures`: rounds the store failed.
 /// - `workflow_entries_committed` (counter), `workflow_actions_applied` (counter: entries that log
 ///   an action, counted as they commit).
 /// - `workflow_commit_entries`, `workflow_commit_instances` (recorders): a round's size.
