@@ -112,7 +112,7 @@ let package = Package(
         .executableTarget(
             name: "order-service",
             dependencies: [
-                "DurableWorkflow", "WorkflowLMDB", "Workflow", "WorkflowSignals", "WorkflowExamples", "WorkflowService", "WorkflowLocks",
+                "DurableWorkflow", "WorkflowLMDB", "Workflow", "WorkflowSignals", "WorkflowExamples", "WorkflowService",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -11,10 +11,10 @@ import DurableWorkflow
 import Foundation
 import Logging
 import ServiceLifecycle
+import Synchronization
 import Workflow
 import WorkflowExamples
 import WorkflowLMDB
-import WorkflowLocks
 import WorkflowService
 import WorkflowSignals
 
@@ -41,7 +41,7 @@ func order(_ index: Int) -> Order {
 /// Stock that answers a repeated reservation (same idempotency key) with the first answer; the
 /// first attempt for a lamp fails, as a busy warehouse would.
 final class Warehouse: Inventory {
-    private let reservations = Lock<[String: Int]>([:])
+    private let reservations = Mutex<[String: Int]>([:])
     func reserve(order: String, sku: String, quantity: Int, attempt: TaskAttempt) async throws -> Int {
         if sku == "lamp" && attempt.number == 1 { throw URLError(.timedOut) }
         let key = attempt.idempotencyKey ?? "\(order)/\(sku)"
@@ -57,7 +57,7 @@ final class Warehouse: Inventory {
 /// Card payments that answer a repeated charge with the first receipt; every 10th order's first
 /// attempt fails (retried), every 100th (99) is declined (not retried).
 final class CardPayments: Payments {
-    private let receipts = Lock<[String: String]>([:])
+    private let receipts = Mutex<[String: String]>([:])
     func charge(order: String, cents: Int, attempt: TaskAttempt) async throws -> String {
         let index = Int(order.dropFirst("order-".count)) ?? 0
         if index % 100 == 99 { throw CardDeclined() }
@@ -70,6 +70,16 @@ final class CardPayments: Payments {
             return receipt
         }
     }
+
+    private let refunds = Mutex<Set<String>>([])
+    func refund(order: String, cents: Int, receipt: String, attempt: TaskAttempt) async throws {
+        _ = refunds.withLock { $0.insert(attempt.idempotencyKey ?? receipt) }
+    }
+}
+
+/// How many orders finished (or failed), counted from many tasks.
+final class FinishedOrders: Sendable {
+    let count = Mutex(0)
 }
 
 do {
@@ -94,7 +104,7 @@ do {
     service.register(Order.self, configuration: configuration)
     let group = ServiceGroup(services: [service], gracefulShutdownSignals: [.sigterm], logger: logger)
 
-    let finished = Lock(0)
+    let finished = FinishedOrders()
     Task.detached {
         guard (try? await service.untilRunning()) != nil else { return }
         say("running: \(service.runningInstances.count) orders resumed")
@@ -108,7 +118,7 @@ do {
                     } catch {
                         say("error order-\(index) \(error)")
                     }
-                    finished.withLock { $0 += 1 }
+                    finished.count.withLock { $0 += 1 }
                 }
             }
         }
@@ -122,7 +132,7 @@ do {
     }
     done.wait()
     try center.stop()
-    say("stopped after \(finished.withLock { $0 }) of \(count)")
+    say("stopped after \(finished.count.withLock { $0 }) of \(count)")
 } catch {
     say("error: \(error)")
     exit(1)

@@ -68,8 +68,10 @@ struct CommitBatch: Sendable {
     var attachments: [any CommitAttachment] = []
     /// The notes of the entries that have any, in sequence order (few batches have one).
     private(set) var notes: [(sequence: UInt64, notes: EntryNotes)] = []
-    /// The batch's last entry finished the instance: its commit completes it.
-    var finishes = false
+    /// The status the batch's commit sets (`nil`: unchanged): its entry that finished the
+    /// instance completes it (or cancels it, after a cancel request); a control entry pauses,
+    /// unpauses or ends it.
+    var status: InstanceStatus?
     /// The spans of the batch's actions (with a tracer), ended when the batch is committed.
     var spans: [any Span] = []
     /// The last target's path storage and action encoding, for the common case of `targetIndex`.
@@ -108,7 +110,7 @@ struct CommitBatch: Sendable {
         if !attachments.isEmpty { attachments.removeAll(keepingCapacity: true) }
         if !notes.isEmpty { notes.removeAll() }
         if !spans.isEmpty { spans.removeAll(keepingCapacity: true) }
-        finishes = false
+        status = nil
         return true
     }
 

@@ -127,8 +127,10 @@ final class CommitPipeline: Sendable {
     /// each part of a commit as it is handed over (`StorageBackend.writesPartsAsPulled`), so the
     /// round starts with whoever waits and takes the others in as they come back.
     let pulls: Bool
-    /// The background committers' threads where they have their own (durable commits that
-    /// several may wait on at once: round trips to a server); `nil` where they run on Dispatch.
+    /// The background committers' threads. Never Dispatch's workers: hosts whose strict commits
+    /// wait for a round block the Dispatch workers they drain on (a control request, a timer's
+    /// background drain), and with enough of them at once a committer queued on Dispatch would
+    /// wait for a thread that only its round frees (300 pauses at once deadlocked that way).
     let committerThreads: CommitterThreads?
 
     /// A pipeline for a backend that takes `concurrency` commits at once; it gathers rounds when
@@ -139,7 +141,7 @@ final class CommitPipeline: Sendable {
         self.gathers = gathers
         serial = concurrency <= 1
         self.pulls = gathers && pulls
-        committerThreads = gathers && !serial ? CommitterThreads() : nil
+        committerThreads = CommitterThreads()
     }
 
     /// Whether a committer is at work now (a moment later it may not be).
@@ -211,12 +213,11 @@ final class CommitPipeline: Sendable {
         }
     }
 
-    /// Starts a background committer (its place among the committers is already taken). Where
-    /// several commits wait on round trips at once, each committer gets a thread of its own
-    /// (``CommitterThreads``): on a Dispatch worker, a committer blocked for its round trip holds
-    /// one of the few threads that also run the hosts' tasks, whose clients then wait for a thread
-    /// while cores are free. A serial backend's committer mostly works rather than waits, and
-    /// stays on a worker.
+    /// Starts a background committer (its place among the committers is already taken), on a
+    /// thread of its own (``CommitterThreads``): on a Dispatch worker, a committer blocked for its
+    /// round trip holds one of the few threads that also run the hosts' tasks, whose clients then
+    /// wait for a thread while cores are free; and a committer queued on Dispatch behind workers
+    /// blocked for its round would never start.
     private func startBackgroundCommitter() {
         if let committerThreads {
             committerThreads.run { self.commitInBackground() }
@@ -490,8 +491,8 @@ struct CommitParticipant {
     /// How many entries the batches hold, and how many of them log an action.
     let entryCount: Int
     let actionCount: Int
-    /// A batch's last entry finished the instance.
-    let finishes: Bool
+    /// The status the batches' commit sets (the last batch's that sets one), if any.
+    let status: InstanceStatus?
     /// Some batch has attachments or spans, which settling tells of the outcome.
     let hasAttachmentsOrSpans: Bool
 
@@ -506,20 +507,20 @@ struct CommitParticipant {
         self.writer = writer
         self.batches = batches
         self.listener = listener
-        var first: UInt64?, last: UInt64?, entries = 0, actions = 0, finishes = false, extras = false
+        var first: UInt64?, last: UInt64?, entries = 0, actions = 0, status: InstanceStatus?, extras = false
         for index in batches.indices {
             if let sequence = batches[index].entries.first?.sequence, first == nil { first = sequence }
             if let sequence = batches[index].entries.last?.sequence { last = sequence }
             entries += batches[index].entries.count
             actions += batches[index].actionCount
-            finishes = finishes || batches[index].finishes
+            if let set = batches[index].status { status = set }
             extras = extras || !batches[index].attachments.isEmpty || !batches[index].spans.isEmpty
         }
         firstSequence = first
         lastSequence = last
         entryCount = entries
         actionCount = actions
-        self.finishes = finishes
+        self.status = status
         hasAttachmentsOrSpans = extras
     }
 }

@@ -35,8 +35,12 @@ public struct DurableError: Error, Sendable, CustomStringConvertible {
         case sequenceOutOfRange
         /// Another live host (in this or another process) is running the instance.
         case instanceInUse
-        /// The instance was cancelled by an operator: it is not resumed.
+        /// The instance was cancelled or terminated (rule O2): it is not resumed.
         case instanceCancelled
+        /// A control request (rule O2) was recorded, and the live host that runs the instance did
+        /// not answer in time: the request stays recorded, for that host (or the instance's next
+        /// one) to apply.
+        case controlNotAnswered
         /// The configuration's codec is not the one the instance was written with.
         case codecMismatch
         /// A `BinaryPayloadRepresentable` type writes other bytes than `Codable` does for the same

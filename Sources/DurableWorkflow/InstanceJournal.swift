@@ -1,3 +1,4 @@
+import Logging
 import Tracing
 import Workflow
 import WorkflowStorage
@@ -35,6 +36,12 @@ final class InstanceJournal: RuntimeJournal {
     @exclusivity(unchecked) private var loggedWorkers: [String: Int]?
     /// The tree's declarations when the workers were last compared with `loggedWorkers`.
     @exclusivity(unchecked) private var workersCheckedAt: UInt64 = 0
+    /// Whether the host fails on a worker it cannot log (``unloggableWorker(_:workerType:key:node:refusal:)``).
+    private var failedOnDeclaration = false
+    /// The host's registration with the store's control dispatcher, while it takes requests.
+    private var controlToken: UInt64?
+    /// The delete request the host stops for: the instance is deleted as the host lets go of it.
+    private var deletion: UInt64?
 
     /// A journal for an instance whose `record` already carries this host's `owner` claim.
     init(
@@ -126,8 +133,31 @@ final class InstanceJournal: RuntimeJournal {
         return span
     }
 
-    func finish() {
-        pending.finishes = true
+    func finish(asCancelled: Bool) {
+        pending.status = asCancelled ? .cancelled : .completed
+    }
+
+    func record(control effect: ControlEntryEffect, number: UInt64, reason: String?, at path: NodePath, time: WallTime) throws {
+        let entry = ControlEntry(request: number, effect: effect, reason: reason)
+        currentSequence += 1
+        pending.append(payload: entry.payload, tag: entry.tag, version: 1, at: path, sequence: currentSequence, origin: .control, time: time)
+        if let status = entry.status { pending.status = status }
+        configuration.logger.info("a control request was applied", metadata: [
+            "instance": "\(instanceID)", "request": "\(number)", "entry": "\(entry.tag)", "sequence": "\(currentSequence)",
+        ])
+    }
+
+    func answer(control number: UInt64, outcome: ControlOutcome) {
+        store.controlDispatcher.answer(instance: instanceID, number: number, outcome: outcome)
+    }
+
+    func accept(controls receiver: any ControlReceiver) {
+        guard !store.backend.isReadOnly else { return }
+        controlToken = store.controlDispatcher.register(instanceID, receiver: receiver)
+    }
+
+    func deleteOnStop(request number: UInt64) {
+        deletion = number
     }
 
     func record(acknowledgement sequence: UInt64, time: WallTime) throws {
@@ -245,10 +275,81 @@ final class InstanceJournal: RuntimeJournal {
         return try handOff(listener: listener, backlog: Self.backlogBatches * maxBatch)
     }
 
+    func hostDidFail(_ error: any Error) {
+        guard failedOnDeclaration, let error = error as? DurableError else { return }
+        // Left running, the instance would fail again at every resume, and a service would
+        // adopt it again and again: it waits, failed, for a build that registers the type.
+        configuration.logger.error("an instance declares work whose results it cannot log, and is marked failed", metadata: [
+            "instance": "\(instanceID)", "node": "\(error.nodePath ?? "")", "action": "\(error.actionTag ?? "")", "error": "\(error)",
+        ])
+        do {
+            try store.setStatus(.failed, id: instanceID, failure: error)
+            store.metrics.instancesFailed.increment()
+        } catch {
+            configuration.logger.error("a failed instance could not be marked failed", metadata: [
+                "instance": "\(instanceID)", "error": "\(error)",
+            ])
+        }
+    }
+
+    func unloggableWorker(
+        _ action: any WorkflowAction.Type, workerType: String, key: String, node: NodePath, refusal: (any Error)?
+    ) -> any Error {
+        let refused = refusal as? DurableError ?? configuration.refusal(of: action, store: store.path, instance: instanceID)
+        let declared = (action as? any TaskEventAction.Type).map { _ in "a task" } ?? "the worker \(workerType) (key \"\(key)\")"
+        failedOnDeclaration = true
+        return DurableError(
+            refused?.kind ?? .actionNotRegistered, store: store.path, instance: instanceID, sequence: currentSequence,
+            actionTag: (action as? any DurableAction.Type)?.tag, nodePath: node.description,
+            detail: "render declares \(declared) whose outputs become \(action) actions, which this configuration cannot log, "
+                + "so every one would be discarded and the workflow would wait forever: \(refused?.detail ?? "the type is not admitted")",
+            recovery: (refused?.recovery ?? "Register the action type in DurableConfiguration.actions")
+                + "; the instance is marked failed: once the type is registered, resume it (`wfctl resume --failed`)")
+    }
+
+    func discarded(_ discard: DiscardedAction) {
+        let metadata: Logger.Metadata = [
+            "instance": "\(instanceID)", "node": "\(discard.node?.path.description ?? "-")", "action": "\(discard.actionType)",
+            "origin": "\(discard.origin.rawValue)", "reason": "\(discard.reason.rawValue)",
+        ]
+        switch discard.reason {
+        case .notLoggable:
+            var metadata = metadata
+            if let error = discard.error { metadata["error"] = "\(error)" }
+            configuration.logger.error("an action was discarded: this configuration cannot log its type", metadata: metadata)
+        case .hostStopped where discard.origin == .worker:
+            // A task attempt's outcome, say: the attempt runs again after a resume.
+            configuration.logger.warning("a worker's output came after its host stopped and was dropped; its work runs again after a resume",
+                                         metadata: metadata)
+        default:
+            // Expected (rules R2, R5): a sink from an old rendering, an output of a worker a
+            // render pass ended, a signal or timer the log will deliver again.
+            configuration.logger.debug("an action was discarded", metadata: metadata)
+        }
+    }
+
     func hostDidStop() {
         timer.stop()
         pending.abandon()
         pending = CommitBatch()
+        if let controlToken {
+            store.controlDispatcher.unregister(instanceID, token: controlToken)
+            self.controlToken = nil
+        }
+        if let deletion {
+            // Deleted while this host still holds it: no other host can have claimed it meanwhile.
+            self.deletion = nil
+            do {
+                _ = try store.storageCall(instance: instanceID) { () throws(StorageFailure) in try store.backend.delete(id: instanceID) }
+                configuration.logger.info("an instance was deleted by a control request", metadata: [
+                    "instance": "\(instanceID)", "request": "\(deletion)",
+                ])
+                store.controlDispatcher.answer(instance: instanceID, number: deletion, outcome: .applied(sequence: currentSequence))
+            } catch {
+                configuration.logger.error("an instance could not be deleted", metadata: ["instance": "\(instanceID)", "error": "\(error)"])
+                store.controlDispatcher.answer(instance: instanceID, number: deletion, outcome: .refused("the delete failed: \(error)"))
+            }
+        }
         writer.close()
     }
 

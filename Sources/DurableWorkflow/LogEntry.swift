@@ -34,6 +34,9 @@ public struct LogEntry: Sendable, Hashable {
     public static let acknowledgementTag = "$ack"
     /// Whether this entry acknowledges root outputs instead of logging an action.
     public var isAcknowledgement: Bool { actionTag == Self.acknowledgementTag }
+    /// Whether this entry is a control entry (rule O2: `$cancel`, `$terminate`, `$pause`,
+    /// `$unpause`; origin `ActionOrigin.control`, its payload a ``ControlEntry``).
+    public var isControl: Bool { ControlEntry.tags.contains(actionTag) }
 
     /// Creates an entry; the engine makes these as it records.
     public init(
@@ -204,6 +207,8 @@ public struct LogEntry: Sendable, Hashable {
 
         var isProps: Bool { actionTag == LogEntry.propsTag }
         var isAcknowledgement: Bool { actionTag == LogEntry.acknowledgementTag }
+        /// Whether it is a control entry (a `$` tag of ``ControlEntry``: one compare for every other entry).
+        var isControl: Bool { actionTag.utf8.first == UInt8(ascii: "$") && ControlEntry.tags.contains(actionTag) }
 
         /// A copy that outlives the transaction.
         var entry: LogEntry {
@@ -279,6 +284,7 @@ extension ActionOrigin {
         case .signal: 3
         case .props: 4
         case .acknowledgement: 5
+        case .control: 6
         }
     }
 
@@ -291,6 +297,7 @@ extension ActionOrigin {
         case 3: self = .signal
         case 4: self = .props
         case 5: self = .acknowledgement
+        case 6: self = .control
         default: return nil
         }
     }

@@ -187,8 +187,10 @@ final class LogWriter: Sendable {
                     for attachment in participant.batches[index].attachments { attachment.didCommit() }
                 }
             }
-            if participant.finishes {
-                configuration.logger.debug("an instance finished", metadata: ["instance": "\(instanceID)", "sequence": "\(last)"])
+            if let status = participant.status, status.hasEnded {
+                configuration.logger.debug("an instance finished", metadata: [
+                    "instance": "\(instanceID)", "sequence": "\(last)", "status": "\(status.rawValue)",
+                ])
             }
         }
         var wakeHost = false, wakeWaiter = false
@@ -345,7 +347,7 @@ final class LogWriter: Sendable {
         let appended = changes.count - 1
         changes[appended].snapshots = snapshots
         changes[appended].deliveryMarks = marks
-        if participant.finishes { changes[appended].status = .completed }
+        if let status = participant.status { changes[appended].status = status }
         participant.written = written
         return true
     }

@@ -37,6 +37,9 @@ struct Snapshot: Sendable {
     var stateVersions: [String: Int] = [:]
     /// The instance's version markers at `sequence` (format 3, empty before).
     var versionMarkers: [String: Int] = [:]
+    /// What control requests had done to the tree at `sequence` (rule O2; format 4, the initial
+    /// state before).
+    var control = ControlState()
 
     /// The version of the form the state at `path` is stored in.
     func storedVersion(at path: NodePath) -> Int {
@@ -61,15 +64,16 @@ struct Snapshot: Sendable {
         return Snapshot(sequence: sequence, rootProps: rootProps, states: states, workerStarts: workers,
                         acknowledgedThrough: tree.acknowledgedThrough,
                         hasUnacknowledgedOutputs: tree.lastOutputSequence > tree.acknowledgedThrough,
-                        stateVersions: versions, versionMarkers: versionMarkers)
+                        stateVersions: versions, versionMarkers: versionMarkers, control: tree.controlState)
     }
 
-    /// The stored form: format 3 when it has state versions or version markers, else format 2
-    /// (which builds before them read).
+    /// The stored form: format 4 when control requests changed the tree, else format 3 when it
+    /// has state versions or version markers, else format 2 (which builds before them read).
     func encoded() -> [UInt8] {
-        let versioned = !stateVersions.isEmpty || !versionMarkers.isEmpty
+        let controlled = !control.isInitial
+        let versioned = controlled || !stateVersions.isEmpty || !versionMarkers.isEmpty
         var writer = ByteWriter()
-        writer.write(UInt8(versioned ? 3 : 2))
+        writer.write(UInt8(controlled ? 4 : versioned ? 3 : 2))
         writer.write(sequence)
         writer.write(acknowledgedThrough)
         writer.write(UInt8(hasUnacknowledgedOutputs ? 1 : 0))
@@ -97,6 +101,7 @@ struct Snapshot: Sendable {
                 }
             }
         }
+        if controlled { Self.write(control, to: &writer) }
         var checksum = FNV1a64()
         checksum.combine(writer.bytes)
         writer.write(checksum.value)
@@ -111,7 +116,7 @@ struct Snapshot: Sendable {
         var reader = ByteReader(UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 8)]))
         do {
             let format = try reader.read(UInt8.self)
-            guard (1...3).contains(format) else { return nil }
+            guard (1...4).contains(format) else { return nil }
             let sequence = try reader.read(UInt64.self)
             let acknowledged = format >= 2 ? try reader.read(UInt64.self) : 0
             let unacknowledged = format >= 2 ? try reader.read(UInt8.self) == 1 : false
@@ -138,12 +143,44 @@ struct Snapshot: Sendable {
                     }
                 }
             }
+            let control = format >= 4 ? try readControl(&reader) : ControlState()
             guard reader.remaining == 0 else { return nil }
             return Snapshot(sequence: sequence, rootProps: props, states: states, workerStarts: workers, acknowledgedThrough: acknowledged,
-                            hasUnacknowledgedOutputs: unacknowledged, stateVersions: tables[0], versionMarkers: tables[1])
+                            hasUnacknowledgedOutputs: unacknowledged, stateVersions: tables[0], versionMarkers: tables[1],
+                            control: control)
         } catch {
             return nil
         }
+    }
+}
+
+extension Snapshot {
+    /// Format 4's control block: paused (a byte), the last request (UInt64), a cancellation in
+    /// progress (a byte; then a flag byte, 1: reason, 2: deadline; the reason; requestedAt and
+    /// the deadline, Int64 ns).
+    fileprivate static func write(_ control: ControlState, to writer: inout ByteWriter) {
+        writer.write(UInt8(control.paused ? 1 : 0))
+        writer.write(control.lastRequest)
+        guard let cancellation = control.cancellation else { return writer.write(UInt8(0)) }
+        writer.write(UInt8(1))
+        writer.write(UInt8((cancellation.reason == nil ? 0 : 1) | (cancellation.deadline == nil ? 0 : 2)))
+        if let reason = cancellation.reason { writer.write(reason) }
+        writer.write(cancellation.requestedAt.nanosecondsSinceEpoch)
+        if let deadline = cancellation.deadline { writer.write(deadline.nanosecondsSinceEpoch) }
+    }
+
+    fileprivate static func readControl(_ reader: inout ByteReader) throws(ByteReader.Truncated) -> ControlState {
+        var control = ControlState()
+        control.paused = try reader.read(UInt8.self) == 1
+        control.lastRequest = try reader.read(UInt64.self)
+        if try reader.read(UInt8.self) == 1 {
+            let flags = try reader.read(UInt8.self)
+            let reason = flags & 1 != 0 ? try reader.readString() : nil
+            let requestedAt = WallTime(nanosecondsSinceEpoch: try reader.read(Int64.self))
+            let deadline = flags & 2 != 0 ? WallTime(nanosecondsSinceEpoch: try reader.read(Int64.self)) : nil
+            control.cancellation = CancellationRequest(reason: reason, requestedAt: requestedAt, deadline: deadline)
+        }
+        return control
     }
 }
 

@@ -53,7 +53,7 @@ extension WorkflowStore {
         } catch {
             // What is wrong with the instance itself is said before who holds it.
             let plan = try replayPlan(id: id, as: type, through: nil, useSnapshot: true, configuration: configuration)
-            if plan.record.status == .cancelled { throw cancelled(id) }
+            if plan.record.status == .cancelled || plan.record.status == .terminated { throw cancelled(id, plan.record.status) }
             throw error
         }
         var claim: StoredInstance? = claimed
@@ -75,7 +75,7 @@ extension WorkflowStore {
         do {
             let tail = useSnapshot ? try? backend.readTail(of: claimed.key, through: claimed.lastSequence, limit: Int(Self.replayChunk)) : nil
             plan = try replayPlan(record: claimed, id: id, as: type, through: nil, useSnapshot: useSnapshot, configuration: configuration, tail: tail)
-            if claimed.status == .cancelled { throw cancelled(id) }
+            if claimed.status == .cancelled || claimed.status == .terminated { throw cancelled(id, claimed.status) }
         } catch {
             releaseOwnership(of: id, owner: claimed.claim)
             throw error
@@ -122,9 +122,9 @@ extension WorkflowStore {
             recovery: "Leave it to a build that runs it, or add its version to DurableConfiguration.supportedCodeVersions if this build replays it")
     }
 
-    private func cancelled(_ id: String) -> DurableError {
-        DurableError(.instanceCancelled, store: path, instance: id, detail: "the instance was cancelled",
-                     recovery: "A cancelled instance is not resumed; read its log with `wfctl log`, or delete it")
+    private func cancelled(_ id: String, _ status: InstanceStatus) -> DurableError {
+        DurableError(.instanceCancelled, store: path, instance: id, detail: "the instance was \(status.rawValue)",
+                     recovery: "A \(status.rawValue) instance is not resumed; read its log with `wfctl log`, or delete it")
     }
 
     /// A span for the replay of a resume.
@@ -259,17 +259,6 @@ extension WorkflowStore {
         try setStatus(.completed, id: id)
     }
 
-    /// Ends instance `id` for good: its status becomes `InstanceStatus.cancelled`, no resume
-    /// runs it again, and its log is kept until deleted. Stop its host first.
-    public func cancel(id: String) throws {
-        guard let record = try record(id: id) else { throw notFound(id) }
-        if record.claim.isAlive {
-            throw DurableError(.instanceInUse, store: path, instance: id, detail: "the instance is running in a host",
-                               recovery: "Stop its host before cancelling it")
-        }
-        try setStatus(.cancelled, id: id)
-    }
-
     /// Marks a `InstanceStatus.failed` instance running again, so that the next
     /// ``resumeAll(_:configuration:)`` resumes it (after its cause was fixed: a decoder
     /// registered, a snapshot removed). ``resume(id:as:configuration:)`` does this itself.
@@ -282,14 +271,14 @@ extension WorkflowStore {
         try setStatus(.running, id: id)
     }
 
-    /// Deletes instance `id`: its index entry, log and snapshots. Stop its host first.
+    /// Deletes instance `id`: its index entry, log and snapshots. A live host that runs it (in
+    /// this process or another) stops first and deletes it (``delete(id:timeout:)``, waiting up
+    /// to 10 seconds for it).
     public func delete(id: String) throws {
-        guard let record = try record(id: id) else { throw notFound(id) }
-        if record.claim.isAlive {
-            throw DurableError(.instanceInUse, store: path, instance: id, detail: "the instance is running in a host",
-                               recovery: "Stop its host before deleting it")
+        let answer = try delete(id: id, timeout: .seconds(10))
+        if answer.outcome == .refused {
+            throw DurableError(.storage, store: path, instance: id, detail: "the instance was not deleted: \(answer.detail)")
         }
-        _ = try storageCall(instance: id) { () throws(StorageFailure) in try backend.delete(id: id) }
     }
 
     /// Entries `from`...`through` (default: to the end) of instance `id`'s log, in order.

@@ -269,10 +269,11 @@ extension DurableConfiguration {
                 recovery: "Register both: ActionRegistry.register(\(type).self, version: \(written), decode:encode:)")
         }
         guard actions.knows(tag: durable.tag, version: durable.version) else {
+            let registration = (durable as? any TaskEventAction.Type)?.registration ?? "register(\(type).self)"
             return DurableError(
                 .actionNotRegistered, store: store, instance: instance, actionTag: durable.tag,
                 detail: "no decoder is registered for \(type) (tag \"\(durable.tag)\", version \(durable.version)), so a restart could not replay it",
-                recovery: "Register it: DurableConfiguration.actions.register(\(type).self)")
+                recovery: "Register it: DurableConfiguration.actions.\(registration)")
         }
         return nil
     }

@@ -192,6 +192,7 @@ extension WorkflowStore {
         for observer in observers { observer.replayWillStart(instance: plan.id, from: plan.baseSequence, to: plan.target) }
         if let snapshot = plan.restorer?.snapshot {
             driver.acknowledged(through: snapshot.acknowledgedThrough, sequence: snapshot.sequence)
+            if !snapshot.control.isInitial { driver.restoreControl(snapshot.control) }
         }
         var next = plan.baseSequence + 1
         var decoders = DecoderCache(
@@ -280,6 +281,12 @@ extension WorkflowStore {
         do {
             if entry.isProps {
                 try applyProps(entry, plan: plan, driver: driver, configuration: configuration)
+            } else if entry.isControl {
+                // A control request (rule O2): in the engine's own form, whatever the codec.
+                guard let control = ControlEntry.decode(tag: entry.actionTag, payload: entry.payload) else {
+                    throw failure(.corruptEntry, entry, plan.id, "a control entry's payload does not decode")
+                }
+                driver.control(control.effect, number: control.request, time: entry.time, sequence: entry.sequence)
             } else {
                 guard let decoder = decoders.decoder(for: entry, in: configuration.actions) else {
                     throw failure(.unknownActionType, entry, plan.id,

@@ -32,6 +32,8 @@ public final class WorkflowStore: Sendable {
     /// What ``close()`` ends first, while the store is still open (signal centers on it), each
     /// with the number ``whenClosing(_:)`` gave it.
     private let closing = Lock<ClosingHandlers>(ClosingHandlers())
+    /// Hands control requests to this process's hosts (made with the first host that takes them).
+    private let controls = Lock<ControlDispatcher?>(nil)
 
     private struct ClosingHandlers {
         var next: UInt64 = 1
@@ -85,6 +87,19 @@ public final class WorkflowStore: Sendable {
         func open<W: Workflow>(_ workflow: W) -> NodePath { rootPath(of: W.self) }
         guard let workflow = props as? any Workflow else { preconditionFailure("root props are not a Workflow: \(type(of: props))") }
         return open(workflow)
+    }
+
+    /// The store's control dispatcher in this process, started with the first host that asks
+    /// (and stopped as the store closes).
+    var controlDispatcher: ControlDispatcher {
+        let (dispatcher, made) = controls.withLock { controls -> (ControlDispatcher, Bool) in
+            if let existing = controls { return (existing, false) }
+            let made = ControlDispatcher(backend: backend)
+            controls = made
+            return (made, true)
+        }
+        if made { whenClosing { dispatcher.stop() } }
+        return dispatcher
     }
 
     /// Flushes every commit made so far to disk (useful with `processCrashSafe` before shutdown).

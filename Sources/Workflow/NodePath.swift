@@ -75,4 +75,7 @@ public enum ActionOrigin: String, Sendable, Codable, CaseIterable {
     /// The host's consumer acknowledged root outputs (``WorkflowHost/acknowledgeOutputs(through:)``):
     /// no action is applied.
     case acknowledgement
+    /// A control request (rule O2: an operator's cancel, terminate, pause or unpause), or the
+    /// engine's end of a cancel request at its deadline.
+    case control
 }

@@ -20,8 +20,23 @@ package protocol RuntimeJournal: AnyObject {
     /// existential that is almost always `nil` cost a copy and a destroy through value witnesses.)
     func attach(_ attachment: any Sendable)
     /// The entry recorded last finished the instance (its root emitted its final output): its
-    /// commit also marks the instance completed.
-    func finish()
+    /// commit also marks the instance completed, or cancelled when it came after a cancel request
+    /// (`asCancelled`).
+    func finish(asCancelled: Bool)
+    /// Records a control entry (rule O2) at the root at `path`, for control request `number` (0:
+    /// the engine's own, a cancel's deadline): a cancel request (`$cancel`), the instance's end
+    /// (`$terminate`, whose commit sets its status), a pause or an unpause (which set it too, and
+    /// keep the request's `reason`).
+    func record(control effect: ControlEntryEffect, number: UInt64, reason: String?, at path: NodePath, time: WallTime) throws
+    /// Tells the requester of control request `number` what became of it (after the commit of
+    /// an entry it made).
+    func answer(control number: UInt64, outcome: ControlOutcome)
+    /// From now on, until the host stops, the control requests for the instance reach the host
+    /// through `receiver` (which the journal does not keep alive).
+    func accept(controls receiver: any ControlReceiver)
+    /// The host stops for delete request `number`: the journal deletes the instance as it lets go
+    /// of it (``hostDidStop()``), and answers.
+    func deleteOnStop(request number: UInt64)
     /// Records that the consumer of root outputs has handled those of the entries up to `sequence`.
     func record(acknowledgement sequence: UInt64, time: WallTime) throws
     /// Records new root props.
@@ -36,6 +51,17 @@ package protocol RuntimeJournal: AnyObject {
     func commitPending(_ urgency: CommitUrgency, listener: any JournalListener) throws -> CommitProgress
     /// The host stopped (or failed): release whatever the journal holds for it.
     func hostDidStop()
+    /// The host failed with `error` (called before ``hostDidStop()``): an error the journal made
+    /// itself (``unloggableWorker(_:workerType:key:node:refusal:)``) marks the instance failed.
+    func hostDidFail(_ error: any Error)
+    /// The error that stops a host whose render declared a worker (a task, a signal wait) whose
+    /// outputs become actions of `action`, which the journal cannot log (rule O4): its outputs
+    /// would all be discarded, and the workflow would wait forever. `refusal` is why the type
+    /// was not admitted.
+    func unloggableWorker(_ action: any WorkflowAction.Type, workerType: String, key: String, node: NodePath, refusal: (any Error)?)
+        -> any Error
+    /// An action reached the host and was not applied (rare): the journal logs those that lose work.
+    func discarded(_ discard: DiscardedAction)
     /// The sequence of the latest recorded entry (0 before the first).
     var currentSequence: UInt64 { get }
     /// The instance's id, for worker idempotency keys.
@@ -106,6 +132,8 @@ package protocol RuntimeTree: AnyObject {
     /// The sequence of the latest entry whose action emitted a root output (kept only for hosts
     /// whose outputs wait for acknowledgements; 0 otherwise).
     var lastOutputSequence: UInt64 { get }
+    /// What control requests did to the tree (paused, a cancellation, the last request applied).
+    var controlState: ControlState { get }
 }
 
 /// Gives nodes created during a resume the states a snapshot recorded.
@@ -135,7 +163,17 @@ package protocol ReplayDriver {
     func updateRoot(props: any Sendable, time: WallTime, sequence: UInt64) throws(ReplayMismatch)
     /// The entry at `sequence` acknowledges root outputs up to `through`.
     func acknowledged(through: UInt64, sequence: UInt64)
+    /// The entry at `sequence` is a control entry for request `number` (rule O2): it pauses,
+    /// unpauses, hands the workflows a cancel request (with its render pass), or ends the instance.
+    func control(_ effect: ControlEntryEffect, number: UInt64, time: WallTime, sequence: UInt64)
+    /// The control state a snapshot recorded, before the entries after it are applied.
+    func restoreControl(_ state: ControlState)
     var tree: any RuntimeTree { get }
+}
+
+/// Takes the control requests of a host's instance (the runtime), from any thread.
+package protocol ControlReceiver: AnyObject, Sendable {
+    func receive(_ command: ControlCommand)
 }
 
 /// Set for the task of a worker: the key stays the same when a worker that was running at a

@@ -34,10 +34,27 @@ struct Describe: ParsableCommand {
             let workerType: String?
             let idempotencyKey: String
         }
+        /// A control request (rule O2) the store keeps for the instance.
+        struct Request: Codable {
+            let number: UInt64
+            let verb: String
+            let reason: String?
+            let requestedBy: String
+            let requested: String
+            /// applied, unchanged, refused; `nil` while pending.
+            let outcome: String?
+            let sequence: UInt64?
+            let detail: String?
+            let answeredBy: String?
+        }
         let instance: InstanceInfo
         /// Whether the waits are known (the type is registered in this tool).
         let waitsKnown: Bool
         let waits: [Wait]
+        /// What control requests did to it, as its log says.
+        let control: InstanceControlState
+        /// Its control requests, oldest first (the last 20).
+        let requests: [Request]
     }
 
     func run() throws {
@@ -47,8 +64,15 @@ struct Describe: ParsableCommand {
         }
         let support = WorkflowTool.types.support(for: instance.workflowType)
         let waits = try support.map { try $0.state(store, id, nil, true).waits.map(Self.wait) }
+        let control = try store.controlState(of: id)
+        let requests = try store.controlRequests(of: id).suffix(20).map { stored in
+            Report.Request(
+                number: stored.number, verb: stored.request.verb.rawValue, reason: stored.request.reason, requestedBy: stored.request.requestedBy,
+                requested: iso(WallTime(nanosecondsSinceEpoch: stored.request.requested)), outcome: stored.answer?.outcome.rawValue,
+                sequence: stored.answer?.sequence, detail: stored.answer?.detail, answeredBy: stored.answer?.answeredBy)
+        }
         if options.json {
-            return emit(try json(Report(instance: instance, waitsKnown: waits != nil, waits: waits ?? [])))
+            return emit(try json(Report(instance: instance, waitsKnown: waits != nil, waits: waits ?? [], control: control, requests: requests)))
         }
         var record = Table("FIELD", "VALUE")
         record.add("id", instance.id)
@@ -60,7 +84,20 @@ struct Describe: ParsableCommand {
         record.add("snapshot", instance.lastSnapshot == 0 ? "-" : "\(instance.lastSnapshot)")
         record.add("created", iso(instance.created))
         record.add("updated", iso(instance.updated))
+        if control.paused { record.add("paused", "yes: no action is applied and no timer fires until `wfctl unpause`") }
+        if let cancellation = control.cancellation {
+            let deadline = cancellation.deadline.map { ", ended at \(iso($0)) if still running" } ?? ""
+            record.add("cancelling", "since \(iso(cancellation.requestedAt))\(deadline)" + (cancellation.reason.map { ": \($0)" } ?? ""))
+        }
         emit(record.text)
+        if !requests.isEmpty {
+            var table = Table("REQUEST", "VERB", "REQUESTED", "BY", "OUTCOME", "ENTRY", "DETAIL")
+            for request in requests {
+                table.add("\(request.number)", request.verb, request.requested, request.requestedBy, request.outcome ?? "pending",
+                          request.sequence.map { "\($0)" } ?? "-", request.detail ?? request.reason ?? "")
+            }
+            emit("\ncontrol requests:\n" + table.text)
+        }
         guard let waits else {
             return emit("\nwaits: unknown (register \(instance.workflowType) in this tool to see them)")
         }

@@ -107,10 +107,17 @@ struct Compact: ParsableCommand {
 /// `wfctl fork STORE ID --at N --as NEWID`
 struct Fork: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Create a new instance whose log is the first N entries of another (to reproduce an incident).",
-        discussion: "Example: wfctl fork /var/lib/service/workflows order-42 --at 17 --as order-42-at-17")
+        abstract: "Create a paused copy of an instance whose log is its first N entries (to reproduce an incident, or rerun a step).",
+        discussion: """
+        The copy is created paused, with an entry saying where it came from: no service resumes it and none of its tasks
+        calls anything until you unpause it (`wfctl unpause`). --into writes it into another store (a scratch store).
+        --replace-payload gives the entry at --at a new payload (JSON of its action): the step runs again, by replay,
+        with that input; an instance written with the binary codec needs its workflow type registered in this tool.
+        Example: wfctl fork /var/lib/service/workflows order-42 --at 17 --as order-42-at-17 --into /tmp/scratch
+        Example: wfctl fork /var/lib/service/workflows order-42 --at 5 --as order-42-retry --replace-payload '{"amount": 250}'
+        """)
 
-    @Argument(help: "The store's directory.")
+    @Argument(help: "The store: its directory, or a postgres:// URL.")
     var store: String
 
     @Argument(help: "The instance to fork.")
@@ -122,9 +129,30 @@ struct Fork: ParsableCommand {
     @Option(name: .customLong("as"), help: "The new instance's id.")
     var newID: String
 
+    @Option(help: "Another store to write the copy into (a directory, or a postgres:// URL).")
+    var into: String?
+
+    @Option(help: "The new payload of the entry at --at, as JSON of its action.")
+    var replacePayload: String?
+
     func run() throws {
-        let store = try openStore(store, readOnly: false)
-        try store.fork(id: id, at: at, as: newID)
-        emit("forked \(id) at sequence \(at) as \(newID)")
+        let source = try openStore(store, readOnly: into != nil)
+        let target = try into.map { try openStore($0, readOnly: false) }
+        var replacement: ForkReplacement?
+        if let replacePayload {
+            guard let instance = try source.instance(id: id) else {
+                throw ToolError.usage("no instance \"\(id)\" in \(source.path); list them with `wfctl list \(source.path)`")
+            }
+            if let support = WorkflowTool.types.support(for: instance.workflowType) {
+                replacement = .json(replacePayload, actions: try support.configuration(source).actions)
+            } else if (try? JSONSerialization.jsonObject(with: Data(replacePayload.utf8), options: [.fragmentsAllowed])) != nil,
+                      try source.entries(of: id, from: 1, through: 1).first?.payload.first != BinaryPayloadCodec.marker {
+                replacement = .payload(Array(replacePayload.utf8))
+            } else {
+                throw ToolError.usage("--replace-payload needs \(instance.workflowType) registered in this tool (its instances use the binary codec), and valid JSON")
+            }
+        }
+        try source.fork(id: id, at: at, as: newID, into: target, replacing: replacement)
+        emit("forked \(id) at sequence \(at) as \(newID)\(into.map { " in \($0)" } ?? ""), paused: `wfctl unpause` runs it")
     }
 }

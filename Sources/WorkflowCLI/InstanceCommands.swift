@@ -25,44 +25,6 @@ struct InstanceChange: Codable {
     var problem: String?
 }
 
-/// `wfctl cancel STORE ID`
-struct Cancel: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "End an instance for good: its status becomes cancelled, no resume runs it again, its log is kept.",
-        discussion: "Stop its host first (a running instance is refused). Example: wfctl cancel /var/lib/service/workflows order-42")
-
-    @OptionGroup var options: WriteOptions
-
-    @Argument(help: "The instance id.")
-    var id: String
-
-    func run() throws {
-        let store = try options.open()
-        try store.cancel(id: id)
-        if options.json { return emit(try json(InstanceChange(action: "cancelled", instance: id, record: try store.instance(id: id)))) }
-        emit("cancelled \(id)")
-    }
-}
-
-/// `wfctl delete STORE ID`
-struct Delete: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Delete an instance: its record, log and snapshots.",
-        discussion: "Stop its host first (a running instance is refused). Example: wfctl delete /var/lib/service/workflows order-42")
-
-    @OptionGroup var options: WriteOptions
-
-    @Argument(help: "The instance id.")
-    var id: String
-
-    func run() throws {
-        let store = try options.open()
-        try store.delete(id: id)
-        if options.json { return emit(try json(InstanceChange(action: "deleted", instance: id, record: nil))) }
-        emit("deleted \(id)")
-    }
-}
-
 /// `wfctl resume STORE ID`, `wfctl resume STORE --failed [filters] [--dry-run]`
 struct Resume: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -70,8 +32,9 @@ struct Resume: ParsableCommand {
         discussion: """
         Each instance is replayed here first (read-only, as `verify` does): it must replay without a problem, so its
         workflow type must be registered in this tool. One that still fails is reported (exit 1) and stays failed.
-        Without an id, --failed takes every failed instance, narrowed by --kind (the kind of the error it failed with,
-        as `wfctl describe` shows it), --type and --version; --dry-run replays them and changes nothing.
+        Without an id, --failed (or any filter) takes the failed instances the filters select: --kind (the kind of the
+        error it failed with, as `wfctl describe` shows it), --type, --version, --updated-before, --updated-after;
+        --dry-run replays them and changes nothing. A rerun is a no-op: those resumed are no longer failed.
         Example: wfctl resume /var/lib/service/workflows order-42
         Example: wfctl resume /var/lib/service/workflows --failed --kind unknownActionType --dry-run
         """)
@@ -81,20 +44,12 @@ struct Resume: ParsableCommand {
     @Argument(help: "The instance id (or --failed).")
     var id: String?
 
-    @Flag(help: "Every failed instance (narrowed by the options below).")
+    @Flag(help: "Every failed instance (narrowed by the filters).")
     var failed = false
 
-    @Option(help: "Only instances that failed with this kind of error (nonDeterministic, unknownActionType, ...).")
-    var kind: String?
+    @OptionGroup var selection: Selection
 
-    @Option(help: "Only instances whose root workflow type has this name (with or without module).")
-    var type: String?
-
-    @Option(name: .customLong("version"), help: "Only instances started under this code version (\"-\": under none).")
-    var codeVersion: String?
-
-    @Flag(help: "Replay them and say what would be resumed; change nothing.")
-    var dryRun = false
+    var dryRun: Bool { selection.dryRun }
 
     /// One instance's outcome (with --json, an array of them for --failed).
     struct Row: Codable {
@@ -114,10 +69,11 @@ struct Resume: ParsableCommand {
             guard !failed else { throw ToolError.usage("give an instance id or --failed, not both") }
             return try resumeOne(id, store: store)
         }
-        guard failed else { throw ToolError.usage("give the id of a failed instance, or --failed for every failed one") }
-        let filter: String?? = codeVersion.map { version -> String? in version == "-" ? nil : version }
-        let selected = try store.instances(status: .failed, workflowType: type, codeVersion: filter)
-            .filter { instance in kind.map { instance.failure?.hasPrefix($0 + ":") == true } ?? true }
+        guard failed || selection.filters else {
+            throw ToolError.usage("give the id of a failed instance, or --failed (and filters) for the failed ones")
+        }
+        guard selection.status.allSatisfy({ $0 == .failed }) else { throw ToolError.usage("resume takes failed instances: --status failed") }
+        let selected = try selection.select(from: store, defaultStatuses: [.failed])
         var rows: [Row] = []
         var progress = Progress("replayed instances:", total: selected.count)
         for instance in selected {

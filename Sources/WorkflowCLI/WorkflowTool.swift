@@ -89,7 +89,7 @@ struct WFCtl: ParsableCommand {
         Exit codes: 0 ok, 1 finding (e.g. a divergence), 2 usage, 3 store error; `verify --gate`: 10 to 13, its worst outcome.
         """,
         subcommands: [Info.self, List.self, Describe.self, Log.self, State.self, Verify.self, Check.self, CheckWalk.self, Signals.self,
-                      SignalCommand.self, Cancel.self, Delete.self, Resume.self, Export.self, Import.self, Compact.self, Fork.self,
+                      SignalCommand.self, Cancel.self, Terminate.self, Pause.self, Unpause.self, Delete.self, Resume.self, Export.self, Import.self, Compact.self, Fork.self,
                       Markers.self])
 }
 

@@ -12,6 +12,8 @@ public struct WorkflowTypes: Sendable {
         let verify: @Sendable (WorkflowStore, String, Bool) throws -> VerificationReport
         /// What this build would make of an instance (the replay gate), with the configuration as registered.
         let gate: @Sendable (WorkflowStore, String) throws -> ReplayGateResult
+        /// The configuration as registered, for the store being inspected.
+        let configuration: @Sendable (WorkflowStore) throws -> DurableConfiguration
     }
 
     private(set) var supports: [String: Support] = [:]
@@ -40,7 +42,8 @@ public struct WorkflowTypes: Sendable {
                 try store.state(of: id, as: W.self, at: sequence, configuration: made(store, checkingDigests: digests))
             },
             verify: { store, id, digests in try store.verify(id: id, as: W.self, configuration: made(store, checkingDigests: digests)) },
-            gate: { store, id in try store.gate(id: id, as: W.self, configuration: configuration(store)) })
+            gate: { store, id in try store.gate(id: id, as: W.self, configuration: configuration(store)) },
+            configuration: configuration)
     }
 
     func support(for workflowType: String) -> Support? { supports[workflowType] }

@@ -6,7 +6,8 @@ import WorkflowSignals
 /// An order, as a service runs it: placed with its first action, a child workflow per line item
 /// that reserves stock (a task), then a payment (a task with retries whose attempts share one
 /// idempotency key), then a shipment confirmed by a signal another process posts. A durable
-/// timer cancels an order not paid by its deadline; a declined payment cancels it too. The order
+/// timer cancels an order not paid by its deadline; a declined payment cancels it too; so does
+/// an operator's cancel request (`wfctl cancel`), after refunding a payment taken. The order
 /// finishes with its outcome, logged.
 public struct Order: FinishingWorkflow, Codable, Sendable {
     public let id: String
@@ -53,6 +54,8 @@ public struct Order: FinishingWorkflow, Codable, Sendable {
         public var reserved: [String] = []
         public var receipt: String?
         public var outcome: Outcome?
+        /// Why the order is being cancelled while its payment is refunded.
+        public var refunding: String?
         public init() {}
     }
 
@@ -124,11 +127,32 @@ public struct Order: FinishingWorkflow, Codable, Sendable {
         }
     }
 
+    /// The refund of a cancelled order's payment ended (applied in the task's output cascade).
+    struct Refunded: WorkflowAction {
+        typealias WorkflowType = Order
+        func apply(toState state: inout State) -> Outcome? {
+            guard let reason = state.refunding, state.outcome == nil else { return nil }
+            state.outcome = .cancelled(reason: reason)
+            return state.outcome
+        }
+    }
+
     public func makeInitialState() -> State { State() }
 
     public func render(state: State, context: RenderContext<Order>) -> Rendering {
         guard state.placedAt != nil, state.outcome == nil else { return Rendering(state: state) }
         let services = context.dependency(OrderServices.self)
+        if state.refunding != nil, let receipt = state.receipt {
+            // Cancelled after the payment: the refund first, then the order ends.
+            let (order, amount) = (id, amount)
+            context.runTask(key: "refund", retry: RetryPolicy(initialInterval: .milliseconds(50), maximumAttempts: nil),
+                            operation: { attempt in
+                                guard let services else { throw ServicesMissing() }
+                                try await services.payments.refund(order: order, cents: amount, receipt: receipt, attempt: attempt)
+                                return receipt
+                            }) { _ in Refunded() }
+            return Rendering(state: state)
+        }
         for (sku, quantity) in items.sorted(by: { $0.key < $1.key }) where !state.reserved.contains(sku) {
             context.render(LineItem(order: id, sku: sku, quantity: quantity), key: sku) { Reserved(sku: $0) }
         }
@@ -156,6 +180,21 @@ public struct Order: FinishingWorkflow, Codable, Sendable {
         registry.registerTask(String.self)
         registry.registerTask(Int.self)
         return registry
+    }
+}
+
+extension Order: CancellableWorkflow {
+    /// An operator's cancel request: an unpaid order ends at once, cancelled; a paid one refunds
+    /// its payment first (a task), then ends cancelled. A shipped order has ended already.
+    public func cancellationRequested(_ request: CancellationRequest, state: inout State) -> Outcome? {
+        guard state.outcome == nil, state.refunding == nil else { return nil }
+        let reason = "cancelled by an operator" + (request.reason.map { ": \($0)" } ?? "")
+        guard state.receipt != nil else {
+            state.outcome = .cancelled(reason: reason)
+            return state.outcome
+        }
+        state.refunding = reason
+        return nil
     }
 }
 
@@ -215,6 +254,13 @@ public protocol Inventory: Sendable {
 /// Card payments; the attempt's idempotency key makes a repeated charge return the first receipt.
 public protocol Payments: Sendable {
     func charge(order: String, cents: Int, attempt: TaskAttempt) async throws -> String
+    /// Refunds the charge of `receipt` (a cancelled order); a repeated refund (same key) does nothing more.
+    func refund(order: String, cents: Int, receipt: String, attempt: TaskAttempt) async throws
+}
+
+extension Payments {
+    /// Payments that keep no record of refunds.
+    public func refund(order: String, cents: Int, receipt: String, attempt: TaskAttempt) async throws {}
 }
 
 /// A payment that must not be retried.

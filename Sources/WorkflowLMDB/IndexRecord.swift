@@ -78,6 +78,8 @@ enum IndexRecord {
         case .completed: 1
         case .failed: 2
         case .cancelled: 3
+        case .paused: 4
+        case .terminated: 5
         }
     }
 
@@ -88,6 +90,8 @@ enum IndexRecord {
         case 1: .completed
         case 2: .failed
         case 3: .cancelled
+        case 4: .paused
+        case 5: .terminated
         default: nil
         }
     }

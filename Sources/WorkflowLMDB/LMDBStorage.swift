@@ -53,7 +53,7 @@ public final class LMDBStorage: StorageBackend {
     package let checkpoints: JournalCheckpoints
 
     /// The format this library writes (a newer one is refused, an older one migrated).
-    public static let formatVersion: UInt32 = 9
+    public static let formatVersion: UInt32 = 10
 
     /// The declared, ordered upgrades from older formats.
     static let migrations: [Migration] = [
@@ -104,6 +104,11 @@ public final class LMDBStorage: StorageBackend {
         // 3), which a library that reads up to format 8 would take for damage: it must refuse the
         // store instead. Nothing stored changes.
         Migration(name: "entries, snapshots and instances may carry code versions", from: 8) { _, _ in },
+        // Format 10 keeps control requests in `control` (created at open), logs control entries
+        // (origin 6) and snapshots of format 4, and has the statuses paused (4) and terminated
+        // (5), which a library that reads up to format 9 would take for damage: it must refuse
+        // the store instead. Nothing stored changes.
+        Migration(name: "control requests, control entries, paused and terminated instances", from: 9) { _, _ in },
     ]
 
     /// A declared, named upgrade of the store format, applied in order at open.

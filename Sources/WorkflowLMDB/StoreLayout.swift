@@ -51,6 +51,9 @@ package struct StoreLayout: Sendable {
     package let archive: Database<ArchiveKey, [UInt8]>
     /// (instance key, sequence) → encoded snapshot.
     package let snapshots: Database<LogKey, [UInt8]>
+    /// (instance id, request number) → a control request and its answer (rule O2; format 10,
+    /// see ``ControlRecord``).
+    package let control: Database<[UInt8], [UInt8]>
 
     package init(environment: Environment) throws(LMDBError) {
         meta = try environment.database(named: "meta")
@@ -60,5 +63,6 @@ package struct StoreLayout: Sendable {
         journal = try environment.database(named: "journal")
         archive = try environment.database(named: "archive")
         snapshots = try environment.database(named: "snapshots")
+        control = try environment.database(named: "control")
     }
 }

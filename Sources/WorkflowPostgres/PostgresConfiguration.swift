@@ -17,8 +17,10 @@ public struct PostgresConfiguration: Sendable {
     /// The schema that holds the store's tables, created at the first open: lowercase letters,
     /// digits and underscores, starting with a letter or underscore, at most 63 characters.
     public var schema: String
-    /// The most connections the store opens (they are opened as they are needed, and kept). Every
-    /// call holds one connection for its duration, so this bounds the calls in flight at once.
+    /// The most connections the store opens for its calls (they are opened as they are needed,
+    /// and kept). Every call holds one connection for its duration, so this bounds the calls in
+    /// flight at once. A store whose hosts run (or whose signals are waited for) also keeps one
+    /// connection that listens for change notifications (`LISTEN`), besides these.
     public var maximumConnections: Int
     /// How long this process's lease on the store lasts without a renewal (renewed every third of
     /// it). When a process's lease runs out (it crashed, hung or lost the database), the live

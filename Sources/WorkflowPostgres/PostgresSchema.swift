@@ -1344,6 +1344,30 @@ enum PostgresSchema {
             END $$
             """,
         ],
+        [
+            // Control requests (rule O2), numbered per instance from 1: a number is taken as the
+            // instance's highest plus one, so a concurrent post of the same instance fails on the
+            // primary key and is retried (numbers become visible in order). Statuses 4 (paused)
+            // and 5 (terminated) are new; `status` is a smallint, unconstrained.
+            """
+            CREATE TABLE %SCHEMA%.wf_control (
+                instance_id  text NOT NULL,
+                number       bigint NOT NULL,
+                verb         text NOT NULL,
+                reason       text,
+                deadline_ns  bigint,
+                requested_by text NOT NULL,
+                requested_ns bigint NOT NULL,
+                outcome      text,
+                answer_seq   bigint,
+                detail       text,
+                answered_by  text,
+                answered_ns  bigint,
+                PRIMARY KEY (instance_id, number)
+            )
+            """,
+            "CREATE INDEX wf_control_pending ON %SCHEMA%.wf_control (instance_id, number) WHERE outcome IS NULL",
+        ],
     ]
 
     /// `statement` for the store in `schema`.

@@ -344,6 +344,8 @@ extension PostgresStorage {
         case .completed: 1
         case .failed: 2
         case .cancelled: 3
+        case .paused: 4
+        case .terminated: 5
         }
     }
 
@@ -353,6 +355,8 @@ extension PostgresStorage {
         case 1: return .completed
         case 2: return .failed
         case 3: return .cancelled
+        case 4: return .paused
+        case 5: return .terminated
         default: throw DamagedRow(detail: "instance \(id) has the unknown status \(code)")
         }
     }

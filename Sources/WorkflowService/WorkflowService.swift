@@ -87,6 +87,9 @@ public final class WorkflowService: Service, Sendable {
     private let adoptionInterval: Duration?
     /// How long a graceful shutdown lets task attempts in flight run (`nil`: no drain).
     private let drainDeadline: Duration?
+    /// Where the async starts' and resumes' blocking calls run: as many at once as the store
+    /// serves calls (at least 4; LMDB takes its writes one at a time anyway).
+    private let blockingCalls: BlockingCalls
 
     /// A service over `store`, logging to `logger`; while it runs, it sets the store's
     /// `workflow_instances` gauges every `instanceCountsInterval` and adopts the running
@@ -105,6 +108,7 @@ public final class WorkflowService: Service, Sendable {
         self.instanceCountsInterval = instanceCountsInterval
         self.adoptionInterval = adoptionInterval
         self.drainDeadline = drainDeadline
+        self.blockingCalls = BlockingCalls(limit: max(4, store.backend.concurrentCalls))
     }
 
     /// The service's state.
@@ -220,13 +224,13 @@ public final class WorkflowService: Service, Sendable {
     /// service notices a shutdown signal at once.
     public func start<W: DurableWorkflow, A: DurableAction>(_ workflow: W, id: String, with firstAction: A) async throws -> WorkflowHost<W>
     where A.WorkflowType == W, W.Rendering: Sendable, W.Output: Sendable {
-        try await Self.offThePool { try self.start(workflow, id: id, with: firstAction) as WorkflowHost<W> }
+        try await offThePool { try self.start(workflow, id: id, with: firstAction) as WorkflowHost<W> }
     }
 
     /// As ``start(_:id:)``, suspending the calling task until the first commit.
     public func start<W: DurableWorkflow>(_ workflow: W, id: String) async throws -> WorkflowHost<W>
     where W.Rendering: Sendable, W.Output: Sendable {
-        try await Self.offThePool { try self.start(workflow, id: id) as WorkflowHost<W> }
+        try await offThePool { try self.start(workflow, id: id) as WorkflowHost<W> }
     }
 
     /// As ``startOrResume(_:id:with:)``, suspending the calling task while the instance is
@@ -234,7 +238,7 @@ public final class WorkflowService: Service, Sendable {
     public func startOrResume<W: DurableWorkflow, A: DurableAction>(_ workflow: W, id: String, with firstAction: A) async throws -> WorkflowHost<W>
     where A.WorkflowType == W, W.Rendering: Sendable, W.Output: Sendable {
         if let running = host(id: id, as: W.self) { return running }
-        return try await Self.offThePool { try self.startOrResume(workflow, id: id, with: firstAction) as WorkflowHost<W> }
+        return try await offThePool { try self.startOrResume(workflow, id: id, with: firstAction) as WorkflowHost<W> }
     }
 
     /// As ``startOrResume(_:id:)``, suspending the calling task while the instance is started
@@ -242,17 +246,13 @@ public final class WorkflowService: Service, Sendable {
     public func startOrResume<W: DurableWorkflow>(_ workflow: W, id: String) async throws -> WorkflowHost<W>
     where W.Rendering: Sendable, W.Output: Sendable {
         if let running = host(id: id, as: W.self) { return running }
-        return try await Self.offThePool { try self.startOrResume(workflow, id: id) as WorkflowHost<W> }
+        return try await offThePool { try self.startOrResume(workflow, id: id) as WorkflowHost<W> }
     }
 
-    /// Where the store's blocking calls (a commit, a replay) run for the async starts: threads
-    /// of their own, outside the cooperative pool.
-    private static let blockingCalls = DispatchQueue(label: "workflow.service.blocking-calls", attributes: .concurrent)
-
-    private static func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            blockingCalls.async { continuation.resume(with: Result { try body() }) }
-        }
+    /// Runs a blocking call of the store (a commit, a replay) for an async start or resume on the
+    /// service's own threads (``BlockingCalls``), outside the cooperative pool and Dispatch's.
+    private func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await blockingCalls.run(body)
     }
 
     /// The host the service runs for `id`, else the one `open` makes (adopted). A concurrent call
@@ -273,6 +273,55 @@ public final class WorkflowService: Service, Sendable {
             }
             throw error
         }
+    }
+
+    /// The host the service runs for instance `id`, or the instance resumed from its log (its
+    /// props are in it: the caller needs only its id and root type) and run by the service.
+    /// Throws what `WorkflowStore.resume(id:as:configuration:)` throws (the instance is missing,
+    /// held by another live host, cannot be replayed).
+    public func resume<W: DurableWorkflow>(id: String, as type: W.Type) async throws -> WorkflowHost<W>
+    where W.Rendering: Sendable, W.Output: Sendable {
+        if let running = host(id: id, as: W.self) { return running }
+        return try await offThePool {
+            try self.runningOrAdopted(id: id) { configuration in try self.store.resume(id: id, as: type, configuration: configuration) }
+                as WorkflowHost<W>
+        }
+    }
+
+    // MARK: The control plane
+
+    /// Asks the host that runs instance `id` (in this process or any other, on any host of the
+    /// store) to cancel it: see `WorkflowStore.cancel(id:reason:deadline:timeout:)`.
+    @discardableResult
+    public func cancel(id: String, reason: String? = nil, deadline: Duration? = .seconds(60), timeout: Duration = .seconds(10)) async throws
+        -> ControlAnswer {
+        try await store.cancel(id: id, reason: reason, deadline: deadline, timeout: timeout)
+    }
+
+    /// Ends instance `id` at once, as terminated, wherever its host runs.
+    @discardableResult
+    public func terminate(id: String, reason: String? = nil, timeout: Duration = .seconds(10)) async throws -> ControlAnswer {
+        try await store.terminate(id: id, reason: reason, timeout: timeout)
+    }
+
+    /// Pauses instance `id` wherever its host runs: no action is applied and no timer fires until
+    /// it is unpaused (the service does not resume a paused instance).
+    @discardableResult
+    public func pause(id: String, reason: String? = nil, timeout: Duration = .seconds(40)) async throws -> ControlAnswer {
+        try await store.pause(id: id, reason: reason, timeout: timeout)
+    }
+
+    /// Unpauses instance `id`: its host applies what waited; one no live host holds is adopted by
+    /// a service of its type within its adoption interval.
+    @discardableResult
+    public func unpause(id: String, reason: String? = nil, timeout: Duration = .seconds(10)) async throws -> ControlAnswer {
+        try await store.unpause(id: id, reason: reason, timeout: timeout)
+    }
+
+    /// Deletes instance `id`, stopping the host that runs it first.
+    @discardableResult
+    public func delete(id: String, timeout: Duration = .seconds(10)) async throws -> ControlAnswer {
+        try await store.delete(id: id, timeout: timeout)
     }
 
     /// The host the service runs for instance `id`, if any.

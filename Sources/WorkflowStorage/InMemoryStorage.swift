@@ -21,13 +21,15 @@ public final class InMemoryStorage: StorageBackend {
         weak var subscriber: InMemoryChangeFeed.Subscriber?
     }
 
-    private struct Contents {
+    fileprivate struct Contents {
         var nextKey: UInt64 = 1
         var instances: [String: StoredInstance] = [:]
         /// By instance key: entries in sequence order, from sequence 1.
         var logs: [UInt64: [[UInt8]]] = [:]
         var snapshots: [UInt64: [UInt64: [UInt8]]] = [:]
         var signals = SignalContents()
+        /// Control requests by instance id, in number order.
+        var control: [String: [StoredControlRequest]] = [:]
         /// ``close()`` was called: the contents are gone and every call fails.
         var closed = false
     }
@@ -170,6 +172,35 @@ public final class InMemoryStorage: StorageBackend {
         try contents("sync") { _ in }
     }
 
+    // MARK: Control requests
+
+    public func postControlRequests(_ requests: [NewControlRequest]) throws(StorageFailure) -> [StoredControlRequest?] {
+        defer { commits.add(1, ordering: .sequentiallyConsistent) }
+        return try contents("post control requests") { state in requests.map { state.post($0) } }
+    }
+
+
+    public func pendingControlRequests() throws(StorageFailure) -> [StoredControlRequest] {
+        try contents("read control requests") { state in
+            state.control.keys.sorted().flatMap { id in state.control[id]!.filter { $0.answer == nil } }
+        }
+    }
+
+    public func controlRequests(of id: String) throws(StorageFailure) -> [StoredControlRequest] {
+        try contents("read control requests") { $0.control[id] ?? [] }
+    }
+
+    public func answerControlRequest(instance id: String, number: UInt64, answer: ControlAnswerRecord) throws(StorageFailure) -> Bool {
+        defer { commits.add(1, ordering: .sequentiallyConsistent) }
+        return try contents("answer a control request") { state -> Bool in
+            guard let index = state.control[id]?.firstIndex(where: { $0.number == number }), state.control[id]![index].answer == nil else {
+                return false
+            }
+            state.control[id]![index].answer = answer
+            return true
+        }
+    }
+
     // MARK: Signals
 
     public func signalStorage() throws(StorageFailure) -> any SignalStorage {
@@ -276,5 +307,20 @@ public final class InMemoryStorage: StorageBackend {
 
     private func failure(_ kind: StorageFailure.Kind, _ operation: String, _ detail: String, recovery: String = "") -> StorageFailure {
         StorageFailure(kind: kind, backend: name, location: location, operation: operation, detail: detail, recovery: recovery)
+    }
+}
+
+extension InMemoryStorage.Contents {
+    /// Records `request` as its instance's next one; `nil` when the instance does not exist.
+    mutating func post(_ request: NewControlRequest) -> StoredControlRequest? {
+        guard instances[request.instance] != nil else { return nil }
+        var requests = control[request.instance] ?? []
+        // Old answers go; the last request stays, so that numbers go on from it.
+        let last = requests.last?.number ?? 0
+        requests.removeAll { $0.number != last && ControlRequestRetention.expired($0, now: request.requested) }
+        let stored = StoredControlRequest(instance: request.instance, number: last + 1, request: request, answer: nil)
+        requests.append(stored)
+        control[request.instance] = requests
+        return stored
     }
 }

@@ -102,6 +102,23 @@ public protocol StorageBackend: AnyObject, Sendable {
     /// `lastSnapshot` if it is newer.
     func putSnapshot(id: String, sequence: UInt64, bytes: [UInt8]) throws(StorageFailure)
 
+    // MARK: Control requests (rule O2)
+
+    /// Records each of `requests` as the next request of its instance (numbered from 1: a number
+    /// becomes visible only after every lower one of its instance), all in one transaction, and
+    /// returns each as stored, or `nil` for one whose instance does not exist.
+    func postControlRequests(_ requests: [NewControlRequest]) throws(StorageFailure) -> [StoredControlRequest?]
+    /// The requests nobody has answered yet, by instance id, then number.
+    func pendingControlRequests() throws(StorageFailure) -> [StoredControlRequest]
+    /// The requests of instance `id` (answered or not) that the store keeps, by number.
+    func controlRequests(of id: String) throws(StorageFailure) -> [StoredControlRequest]
+    /// Answers request `number` of instance `id` unless it was answered: whether this call did.
+    func answerControlRequest(instance id: String, number: UInt64, answer: ControlAnswerRecord) throws(StorageFailure) -> Bool
+    /// Whether the host that holds `instance` (as read) is alive, where the backend knows better
+    /// than the claim's process (PostgreSQL: hosts of other machines, by their leases); `nil`
+    /// (the default) leaves it to the engine (the claim's process).
+    func holderIsAlive(_ instance: StoredInstance) throws(StorageFailure) -> Bool?
+
     // MARK: Signals
 
     /// The store's signals (opened or created at the first call; the same object afterwards).
@@ -132,6 +149,21 @@ extension StorageBackend {
     /// ones, spread over the live hosts that run their code version); `nil` (the default) when
     /// the engine decides from the instances' claims (a claim whose process is gone).
     public func instancesAwaitingHost(supporting: SupportedCodeVersions) throws(StorageFailure) -> [String]? { nil }
+
+    public func holderIsAlive(_ instance: StoredInstance) throws(StorageFailure) -> Bool? { nil }
+
+    /// A backend of a user's own that keeps no control requests refuses them (the contract suite
+    /// checks the built-in backends' own).
+    public func postControlRequests(_ requests: [NewControlRequest]) throws(StorageFailure) -> [StoredControlRequest?] {
+        throw StorageFailure(kind: .other, backend: name, location: location, operation: "post control requests",
+                             detail: "this backend keeps no control requests", recovery: "Implement the control requests of StorageBackend")
+    }
+
+    public func pendingControlRequests() throws(StorageFailure) -> [StoredControlRequest] { [] }
+
+    public func controlRequests(of id: String) throws(StorageFailure) -> [StoredControlRequest] { [] }
+
+    public func answerControlRequest(instance id: String, number: UInt64, answer: ControlAnswerRecord) throws(StorageFailure) -> Bool { false }
 
     /// Sets the instance's status, with no failure.
     public func setStatus(id: String, to status: InstanceStatus, at time: Int64) throws(StorageFailure) -> StoredInstance? {

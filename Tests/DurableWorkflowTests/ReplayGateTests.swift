@@ -161,7 +161,7 @@ struct RollbackTests {
     static func ran<Build: UpgradeBuild>(_ build: Build.Type, over seed: TemporaryDirectory) async throws -> TemporaryDirectory {
         let copy = TemporaryDirectory("rollback-\(Build.name)")
         try? FileManager.default.removeItem(atPath: copy.path)
-        try FileManager.default.copyItem(atPath: seed.path, toPath: copy.path)
+        try seed.copyStore(to: copy.path)
         let store = try WorkflowStore.open(path: copy.path)
         let host = try store.resume(id: UpgradeStage.open.id, as: UpgradeOrder<Build>.self, configuration: UpgradeOrder<Build>.configuration())
         _ = await host.rendering.addItem.sendAndWait(.init(name: "sku-7", price: 7))

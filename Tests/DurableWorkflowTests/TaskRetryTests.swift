@@ -110,21 +110,22 @@ struct TaskRetryTests {
         await resumed.stopAndWait()
     }
 
-    @Test("a task's actions not in the registry are refused when the first attempt reports, with a typed error")
+    @Test("a task's actions not in the registry are refused where render declares the task (rule O4): the start throws, no attempt runs")
     func unregisteredTask() async throws {
         let dir = TemporaryDirectory("task-unregistered")
         let clock = ManualClock()
         let gateway = Gateway([.succeed])
-        let recorder = DiscardRecorder()
         var configuration = DurableConfiguration(actions: ActionRegistry(Payment.Charged.self), host: .init(clock: clock))
         configuration.host.provide(gateway)
-        configuration.host.observers = [recorder]
         let store = try WorkflowStore.open(path: dir.path)
-        let host = try store.start(Payment(), id: "u", configuration: configuration)
-        await waitUntil { recorder.reasons == [.notLoggable] }
-        #expect(recorder.reasons == [.notLoggable])
-        #expect(host.failure == nil)
+        // Before issue 59 the attempt ran, its report was discarded as not loggable, and the
+        // workflow waited forever with nothing logged.
+        #expect { try store.start(Payment(), id: "u", configuration: configuration) } throws: {
+            ($0 as? DurableError)?.kind == .actionNotRegistered
+        }
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(gateway.calls.isEmpty)
         #expect(try store.entries(of: "u").count == 1)
-        await host.stopAndWait()
+        #expect(try store.instance(id: "u")?.status == .failed)
     }
 }

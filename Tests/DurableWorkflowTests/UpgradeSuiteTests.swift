@@ -38,7 +38,7 @@ struct UpgradeSuiteTests {
         for build in Self.builds {
             let copy = TemporaryDirectory("upgrade-\(build.name)-\(stop)")
             try? FileManager.default.removeItem(atPath: copy.path)
-            try FileManager.default.copyItem(atPath: seed.path, toPath: copy.path)
+            try seed.copyStore(to: copy.path)
             let computed: [String: Set<String>]
             do {
                 let store = try WorkflowStore.open(path: copy.path)

@@ -16,5 +16,14 @@ public final class TemporaryDirectory: Sendable {
     /// A path inside the directory (not created).
     public func child(_ name: String) -> String { "\(path)/\(name)" }
 
+    /// Copies the store in this directory (its LMDB files) into `destination`, which must not
+    /// exist: the wake sockets a process left in `wake/` are not files to copy.
+    public func copyStore(to destination: String) throws {
+        try FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: true)
+        for name in ["data.mdb", "lock.mdb"] where FileManager.default.fileExists(atPath: child(name)) {
+            try FileManager.default.copyItem(atPath: child(name), toPath: "\(destination)/\(name)")
+        }
+    }
+
     deinit { try? FileManager.default.removeItem(atPath: path) }
 }

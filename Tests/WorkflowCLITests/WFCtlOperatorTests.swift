@@ -54,28 +54,78 @@ struct WFCtlOperatorTests {
         #expect(plain.lines.last == "waits: nothing", "\(plain.lines)")
     }
 
-    @Test("cancel ends an instance for good; delete removes one; both refuse a running instance")
+    @Test("cancel and delete reach an instance whose host runs in another process (this one), which applies them; without a live host wfctl applies them at once")
     func cancelAndDelete() async throws {
         let dir = TemporaryDirectory("cli-cancel")
         try makeCounterStore(dir.path, id: "a", increments: 2, snapshotEvery: nil)
         try makeCounterStore(dir.path, id: "b", increments: 2, snapshotEvery: nil)
-        let cancelled = try object(try wfctl(["cancel", dir.path, "a", "--json"]))
-        #expect(cancelled["action"] as? String == "cancelled")
-        #expect((cancelled["record"] as? [String: Any])?["status"] as? String == "cancelled")
+        try makeCounterStore(dir.path, id: "c", increments: 2, snapshotEvery: nil)
+        // No live host runs "a": wfctl ends it itself, logged like a host would.
+        let cancelled = try object(try wfctl(["cancel", dir.path, "a", "--reason", "support", "--json"]))
+        #expect(cancelled["outcome"] as? String == "applied")
+        #expect(cancelled["status"] as? String == "running")
+        #expect((cancelled["answeredBy"] as? String)?.contains("no live host") == true, "\(cancelled)")
         #expect(try wfctl(["list", dir.path, "--status", "cancelled"]).lines.contains { $0.hasPrefix("a ") })
         let store = try WorkflowStore.open(path: dir.path)
         let error = #expect(throws: DurableError.self) {
             _ = try store.resume(id: "a", as: Counter.self, configuration: DurableConfiguration(actions: Counter.actions))
         }
         #expect(error?.kind == .instanceCancelled)
+        #expect(try store.entries(of: "a").last?.actionTag == ControlEntry.terminateTag)
 
-        let running = try store.resume(id: "b", as: Counter.self, configuration: DurableConfiguration(actions: Counter.actions))
-        let refused = try wfctl(["delete", dir.path, "b"])
-        #expect(refused.code == 2 && refused.lines.first?.contains("running in a host") == true, "\(refused.lines)")
-        #expect(try wfctl(["cancel", dir.path, "b"]).code == 2)
-        await running.stopAndWait()
-        #expect(try wfctl(["delete", dir.path, "b"]).lines == ["deleted b"])
+        // "b" and "c" run here: wfctl's requests reach this process's hosts, which apply them.
+        let b = try store.resume(id: "b", as: Counter.self, configuration: DurableConfiguration(actions: Counter.actions))
+        let c = try store.resume(id: "c", as: Counter.self, configuration: DurableConfiguration(actions: Counter.actions))
+        let deleted = try wfctl(["delete", dir.path, "b"])
+        #expect(deleted.code == 0 && deleted.lines.first?.hasPrefix("deleted b, by host of pid \(getpid())") == true, "\(deleted.lines)")
         #expect(try store.instance(id: "b") == nil)
+        await b.stopAndWait()
+        let cancel = try wfctl(["cancel", dir.path, "c"])
+        #expect(cancel.code == 0 && cancel.lines.first?.hasPrefix("cancelled c as entry 4, by host of pid \(getpid())") == true, "\(cancel.lines)")
+        await c.stopAndWait()
+        #expect(try store.instance(id: "c")?.status == .cancelled)
+        // A rerun is refused, and says why (exit 1).
+        let again = try wfctl(["cancel", dir.path, "c"])
+        #expect(again.code == 1 && again.lines.last?.contains("has ended") == true, "\(again.lines)")
+    }
+
+    @Test("bulk verbs take every instance their filters select; --dry-run lists exactly those; a rerun is a no-op; describe shows a pause and the requests")
+    func bulkVerbs() throws {
+        let dir = TemporaryDirectory("cli-bulk")
+        for id in ["a", "b", "c", "d", "e"] { try makeCounterStore(dir.path, id: id, increments: 2, snapshotEvery: nil) }
+        do {
+            let store = try WorkflowStore.open(path: dir.path)
+            _ = try store.backend.setStatus(id: "d", to: .failed, at: WallTime.now().nanosecondsSinceEpoch, failure: "unknownActionType: no decoder")
+            try store.complete(id: "e")
+            try store.close()
+        }
+        func rows(_ arguments: [String]) throws -> [[String: Any]] {
+            let output = try wfctl(arguments + ["--json"])
+            return try #require(try JSONSerialization.jsonObject(with: Data(output.lines.joined().utf8)) as? [[String: Any]], "\(output.lines)")
+        }
+        // No id and no filter: nothing is taken by default.
+        #expect(try wfctl(["pause", dir.path]).code == 2)
+        let planned = try rows(["pause", dir.path, "--type", "Counter", "--dry-run"])
+        #expect(planned.map { $0["instance"] as? String } == ["a", "b", "c"])
+        #expect(planned.allSatisfy { $0["outcome"] as? String == "would-pause" })
+        #expect(try wfctl(["list", dir.path, "--status", "paused"]).lines.count == 1, "a dry run changes nothing")
+        let paused = try rows(["pause", dir.path, "--type", "Counter", "--reason", "incident 7"])
+        #expect(paused.map { $0["outcome"] as? String } == ["applied", "applied", "applied"])
+        #expect(try rows(["pause", dir.path, "--type", "Counter"]).isEmpty, "the rerun finds none running")
+        let described = try wfctl(["describe", dir.path, "a"]).lines
+        #expect(described.contains { $0.hasPrefix("status") && $0.hasSuffix("paused") } && described.contains { $0.hasPrefix("paused ") })
+        #expect(described.contains { $0.hasPrefix("1 ") && $0.contains("pause") && $0.contains("applied") }, "\(described)")
+
+        #expect(try rows(["unpause", dir.path, "--type", "Counter"]).count == 3)
+        #expect(try rows(["unpause", dir.path, "--type", "Counter"]).isEmpty)
+        let failed = try rows(["cancel", dir.path, "--status", "failed", "--kind", "unknownActionType"])
+        #expect(failed.map { $0["instance"] as? String } == ["d"] && failed.first?["outcome"] as? String == "applied")
+        let old = try rows(["delete", dir.path, "--status", "completed", "--updated-before", "0s", "--dry-run"])
+        #expect(old.map { $0["instance"] as? String } == ["e"])
+        #expect(try rows(["terminate", dir.path, "--updated-after", "1h"]).map { $0["instance"] as? String } == ["a", "b", "c"])
+        #expect(try rows(["terminate", dir.path, "--updated-after", "1h"]).isEmpty)
+        let log = try wfctl(["log", dir.path, "a"]).lines
+        #expect(log.contains { $0.contains("$pause@1") && $0.contains(#""request":1"#) }, "\(log)")
     }
 
     @Test("resume marks a failed instance running once it replays; one that still does not replay stays failed (exit 1)")

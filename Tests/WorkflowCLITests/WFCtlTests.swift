@@ -141,7 +141,10 @@ struct WFCtlTests {
 
         let fork = try wfctl(["fork", dir.child("copy"), "counter", "--at", "7", "--as", "incident"])
         #expect(fork.code == 0)
-        #expect(try copy.entries(of: "incident") == Array(try original.entries(of: "counter").prefix(7)))
+        let forked = try copy.entries(of: "incident")
+        #expect(Array(forked.prefix(7)) == Array(try original.entries(of: "counter").prefix(7)))
+        #expect(forked.count == 8 && forked.last?.actionTag == ControlEntry.pauseTag)
+        #expect(try copy.instance(id: "incident")?.status == .paused)
 
         let compact = try wfctl(["compact", dir.path, dir.child("compact")])
         #expect(compact.code == 0)

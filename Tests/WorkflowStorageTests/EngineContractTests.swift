@@ -87,18 +87,17 @@ struct EngineContractTests {
         await resumed.stopAndWait()
     }
 
-    @Test("an instance runs in one host at a time; delete waits for its host to stop", arguments: BackendKind.allCases)
+    @Test("an instance runs in one host at a time; a delete reaches the host that runs it, which stops and deletes it", arguments: BackendKind.allCases)
     func ownership(kind: BackendKind) async throws {
         let fresh = try kind.make()
         let host = try fresh.store.start(DurableCounter(), id: "o", configuration: counter())
         _ = durableError(.instanceInUse) { _ = try fresh.store.resume(id: "o", as: DurableCounter.self, configuration: counter()) }
-        _ = durableError(.instanceInUse) { try fresh.store.delete(id: "o") }
         _ = durableError(.instanceExists) { _ = try fresh.store.start(DurableCounter(), id: "o", configuration: counter()) }
         await host.stopAndWait()
         let second = try fresh.store.resume(id: "o", as: DurableCounter.self, configuration: counter())
-        await second.stopAndWait()
-        try fresh.store.delete(id: "o")
+        try await fresh.store.delete(id: "o", timeout: .seconds(10))
         #expect(try fresh.store.instance(id: "o") == nil)
+        await second.stopAndWait()
         _ = durableError(.instanceNotFound) { _ = try fresh.store.resume(id: "o", as: DurableCounter.self, configuration: counter()) }
     }
 
@@ -126,7 +125,9 @@ struct EngineContractTests {
         #expect(try forked.rootState(as: DurableCounter.State.self) == .init(count: 3, applied: 2))
         try store.complete(id: "m")
         #expect(try store.instances(status: .completed).map(\.id) == ["m"])
-        #expect(try store.instances(status: .running).map(\.id) == ["m-at-3"])
+        // A fork is paused (rule O3): no resume runs it until it is unpaused.
+        #expect(try store.instances(status: .paused).map(\.id) == ["m-at-3"])
+        #expect(try store.entries(of: "m-at-3").last?.actionTag == ControlEntry.pauseTag)
         let entries = try store.entries(of: "m")
         _ = durableError(.instanceExists) {
             try store.importInstance(id: "m", workflowType: String(reflecting: DurableCounter.self), status: .running, created: .now(), entries: entries)
@@ -134,6 +135,6 @@ struct EngineContractTests {
         try store.importInstance(id: "copy", workflowType: String(reflecting: DurableCounter.self), status: .running, created: .now(), entries: entries)
         #expect(try store.entries(of: "copy") == entries)
         let report = try store.check()
-        #expect(report.isIntact && report.instances == 3 && report.entries == 6 + 3 + 6)
+        #expect(report.isIntact && report.instances == 3 && report.entries == 6 + 4 + 6)
     }
 }

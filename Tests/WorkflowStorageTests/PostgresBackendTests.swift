@@ -184,7 +184,9 @@ struct PostgresBackendTests {
         #expect(resumed == 24)
         #expect(samples > 10, "the sampler ran \(samples) times")
         #expect(peak >= 2, "the store's connections, named \(configuration.applicationName), were seen at work (peak \(peak))")
-        #expect(peak <= 3, "the store held \(peak) connections at once")
+        // maximumConnections bounds the calls in flight; the store's control dispatcher listens for
+        // change notifications on one more.
+        #expect(peak <= 3 + 1, "the store held \(peak) connections at once")
         await withTaskGroup(of: Void.self) { group in
             for host in hosts { group.addTask { await host.stopAndWait() } }
         }

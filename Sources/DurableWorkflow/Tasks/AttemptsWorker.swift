@@ -50,7 +50,7 @@ struct AttemptsWorker<Value: Codable & Sendable>: Worker, DescribedWorker {
                 let attempt = number
                 let token: UInt64?
                 if let gate {
-                    guard let begun = gate.begin(abandon: { report(AttemptReport(event: .abandoned(attempt: attempt), token: $0)) })
+                    guard let begun = await gate.begin(abandon: { report(AttemptReport(event: .abandoned(attempt: attempt), token: $0)) })
                     else { return }
                     token = begun
                 } else {

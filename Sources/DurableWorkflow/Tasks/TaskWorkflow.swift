@@ -89,6 +89,16 @@ public struct TaskWorkflow<Value: Codable & Sendable>: Workflow, Sendable {
     }
 }
 
+/// The events of a task, whose registration is ``ActionRegistry/registerTask(_:)``.
+protocol TaskEventAction: DurableAction {
+    /// How the registration reads in code: `registerTask(Payment.Reply.self)`.
+    static var registration: String { get }
+}
+
+extension TaskWorkflow.Event: TaskEventAction {
+    static var registration: String { "registerTask(\(String(reflecting: Value.self)).self)" }
+}
+
 extension ActionRegistry {
     /// Registers the actions of tasks whose operation returns `Value` (every task of a durable
     /// workflow must be registered this way, once per value type).

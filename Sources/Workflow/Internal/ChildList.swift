@@ -46,6 +46,9 @@ struct ChildList {
 
     var isEmpty: Bool { previous.isEmpty && reordered == nil }
 
+    /// The children of the latest pass, in declaration order (asked outside a pass).
+    var nodes: [any AnyWorkflowNode] { previous.map(\.node) }
+
     /// Matches a declaration of this pass; a kept child is recorded as declared.
     mutating func match(_ key: ChildKey) -> Match {
         if reordered == nil, matched < previous.count, previous[matched].key == key {

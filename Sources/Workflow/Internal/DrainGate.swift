@@ -24,6 +24,11 @@ package final class DrainGate: Sendable {
 
     private struct State {
         var draining = false
+        /// Paused (rule O2): an attempt about to start waits until the host is unpaused.
+        var paused = false
+        var nextPausedWaiter: UInt64 = 0
+        var pausedWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var cancelledPausedWaiters: Set<UInt64> = []
         var nextToken: UInt64 = 0
         var attempts: [UInt64: Attempt] = [:]
         var drained = 0
@@ -37,13 +42,64 @@ package final class DrainGate: Sendable {
 
     package init() {}
 
-    /// A token for an attempt about to start, or `nil` when the host drains (do not start it).
-    package func begin(abandon: @escaping @Sendable (UInt64) -> Bool) -> UInt64? {
-        state.withLock { state in
-            guard !state.draining else { return nil }
-            state.nextToken += 1
-            state.attempts[state.nextToken] = .running(abandon: abandon)
-            return state.nextToken
+    /// A token for an attempt about to start, or `nil` when the host drains (do not start it). While
+    /// the host is paused it waits until it is unpaused (or drains, or the calling task is
+    /// cancelled: `nil`).
+    package func begin(abandon: @escaping @Sendable (UInt64) -> Bool) async -> UInt64? {
+        while true {
+            let begun = state.withLock { state -> UInt64?? in
+                if state.draining { return .some(nil) }
+                if state.paused { return nil }
+                state.nextToken += 1
+                state.attempts[state.nextToken] = .running(abandon: abandon)
+                return .some(state.nextToken)
+            }
+            if let begun { return begun }
+            await untilUnpaused()
+            if Task.isCancelled { return nil }
+        }
+    }
+
+    /// From now on no attempt starts until ``unpause()``; those running go on.
+    package func pause() {
+        state.withLock { $0.paused = true }
+    }
+
+    /// Lets the attempts waiting to start go.
+    package func unpause() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.paused = false
+            defer { state.pausedWaiters.removeAll() }
+            return Array(state.pausedWaiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Whether an attempt is running (or reporting).
+    package var hasAttemptsInFlight: Bool { state.withLock { !$0.attempts.isEmpty } }
+
+    /// Returns once the gate is not paused (or drains), or when the calling task is cancelled.
+    private func untilUnpaused() async {
+        let id = state.withLock { state in
+            state.nextPausedWaiter += 1
+            return state.nextPausedWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    if !state.paused || state.draining || state.cancelledPausedWaiters.remove(id) != nil { return true }
+                    state.pausedWaiters[id] = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                if let waiter = state.pausedWaiters.removeValue(forKey: id) { return waiter }
+                state.cancelledPausedWaiters.insert(id)
+                return nil
+            }
+            waiter?.resume()
         }
     }
 
@@ -79,9 +135,14 @@ package final class DrainGate: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// From now on no attempt starts.
+    /// From now on no attempt starts (those waiting for an unpause give up).
     package func startDraining() {
-        state.withLock { $0.draining = true }
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.draining = true
+            defer { state.pausedWaiters.removeAll() }
+            return Array(state.pausedWaiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Reports every attempt still running as abandoned.

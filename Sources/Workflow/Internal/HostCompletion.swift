@@ -34,9 +34,10 @@ final class HostCompletion<Output: Sendable>: Sendable {
         settle(.finished(output), with: .success(output))
     }
 
-    /// The host stopped; a no-op once finished.
-    func stop(failure: (any Error)?) {
-        let error = StoppedBeforeFinishing(failure: failure)
+    /// The host stopped (or the instance ended by a control request: `ending`); a no-op once
+    /// finished.
+    func stop(failure: (any Error)?, ending: InstanceEnding? = nil) {
+        let error = StoppedBeforeFinishing(failure: failure, ending: ending)
         settle(.stopped(error), with: .failure(error))
     }
 
@@ -55,8 +56,18 @@ public struct StoppedBeforeFinishing: Error, CustomStringConvertible {
     /// The error that stopped a durable host (its log could not be written), or `nil` when the
     /// host was stopped: the instance is still running in the store, and resuming it goes on.
     public let failure: (any Error)?
+    /// How the instance ended by a control request instead of its workflow's decision
+    /// (terminated, cancelled, deleted: rule O2), or `nil`.
+    public let ending: InstanceEnding?
+
+    init(failure: (any Error)?, ending: InstanceEnding? = nil) {
+        self.failure = failure
+        self.ending = ending
+    }
 
     public var description: String {
-        failure.map { "the host failed before its workflow finished: \($0)" } ?? "the host was stopped before its workflow finished"
+        if let failure { return "the host failed before its workflow finished: \(failure)" }
+        if let ending { return "the instance was \(ending) before its workflow finished" }
+        return "the host was stopped before its workflow finished"
     }
 }

@@ -40,6 +40,8 @@ enum QueueItem: Sendable {
     case committed(UInt64)
     /// The journal could not commit in the background: the host stops.
     case journalFailed(any Error)
+    /// A control request for the host's instance (rule O2; durable hosts).
+    case control(ControlCommand)
 }
 
 /// What an awaited item's waiter returns when nobody resumed it before it was dropped.

@@ -43,6 +43,10 @@ final class RuntimeContext: RuntimeTree {
     var acknowledgedThrough: UInt64 = 0
     /// The sequence of the latest entry that emitted a root output (acknowledged outputs only).
     var lastOutputSequence: UInt64 = 0
+    /// What control requests did to the tree (rule O2), as logged.
+    var control = ControlState()
+    /// The control state, for snapshots.
+    var controlState: ControlState { control }
     /// States recorded by a snapshot, for the nodes a resume creates.
     @exclusivity(unchecked) var restorer: (any StateRestorer)?
     /// The versions the tree's code takes (`nil`: no marker declared, no code version).
@@ -79,6 +83,9 @@ final class RuntimeContext: RuntimeTree {
     private var lastAdmitted: ObjectIdentifier?
     /// Why the last action `admits` refused was refused.
     var lastRefusal: (any Error)?
+    /// Told of every discarded action besides the observers (a durable host's journal, which
+    /// logs those that lose work through the engine's logger).
+    var discardReporter: ((DiscardedAction) -> Void)?
 
     /// A context whose `queue` is given by ``attach(queue:)`` before any node is made (the queue
     /// needs the context first).
@@ -189,6 +196,7 @@ final class RuntimeContext: RuntimeTree {
     func discarded(_ description: String, node: NodeInfo?, reason: DiscardReason, origin: ActionOrigin, error: (any Error)? = nil) {
         let discard = DiscardedAction(actionType: description, node: node, reason: reason, origin: origin, error: error)
         for observer in observers { observer.actionDiscarded(discard) }
+        discardReporter?(discard)
     }
 
     // MARK: RuntimeTree

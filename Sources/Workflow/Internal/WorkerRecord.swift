@@ -15,6 +15,12 @@ protocol WorkerRecordProtocol: AnyObject {
     var workerTypeName: String { get }
     /// What the worker waits for, if it says.
     var wait: WorkerWait? { get }
+    /// The type of the actions its outputs become.
+    var actionType: any WorkflowAction.Type { get }
+    /// The declaring node.
+    var node: NodeInfo { get }
+    /// Whether the host can apply (and log) the actions its outputs become: always in memory.
+    func isLoggable(in context: RuntimeContext) -> Bool
     func start(queue: any ActionQueue, observers: [any WorkflowObserver])
     /// Cancels the worker; `hostStopped` tells an ``EndObservingWorker`` why it ended.
     func stop(observers: [any WorkflowObserver], hostStopped: Bool)
@@ -109,6 +115,12 @@ final class WorkerRecord<W: Worker, Action: WorkflowAction>: WorkerRecordProtoco
     var workerTypeName: String { "\(W.self)" }
 
     var wait: WorkerWait? { (worker as? any DescribedWorker)?.wait }
+
+    var actionType: any WorkflowAction.Type { Action.self }
+
+    var node: NodeInfo { nodeInfo }
+
+    func isLoggable(in context: RuntimeContext) -> Bool { context.admits(Action.self) }
 
     func start(queue: any ActionQueue, observers: [any WorkflowObserver]) {
         guard case .declared = phase else { illegalTransition("start") }

@@ -25,6 +25,9 @@ protocol AnyWorkflowNode: AnyObject {
     func deliverWorkerOutput<Value>(recordID: UInt64, value: Value) -> WorkOutcome
     /// Applies an action sent through one of this node's sinks, with its cascade.
     func applySent(_ action: any WorkflowAction) -> WorkOutcome
+    /// Hands a cancel request to the node (if its workflow is a ``CancellableWorkflow``), with its
+    /// output cascade, then to its children as its policy says (rule O2).
+    func deliverCancellation(_ request: CancellationRequest)
 }
 
 /// The runtime's node for one workflow: its props, its state, and what its last render declared.
@@ -129,6 +132,23 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
         guard runtime.admits(Action.self) else { return .discarded(.notLoggable) }
         node.apply(action, origin: .sink)
         return .applied
+    }
+
+    func deliverCancellation(_ request: CancellationRequest) {
+        if let cancellable = workflow as? any CancellableWorkflow {
+            guard handleCancellation(cancellable, request) == .propagate else { return }
+        }
+        // Children do not change outside a render pass: the handlers above changed states only.
+        for child in children.nodes { child.deliverCancellation(request) }
+    }
+
+    /// Runs `workflow`'s handler (the node's own workflow, opened as a `CancellableWorkflow`)
+    /// on the node's state; its policy for the children.
+    private func handleCancellation<C: CancellableWorkflow>(_ workflow: C, _ request: CancellationRequest) -> ChildCancellation {
+        // `C` is `W`: the node's workflow opened from the existential.
+        let node = unsafeDowncast(self as AnyObject, to: WorkflowNode<C>.self)
+        if let output = workflow.cancellationRequested(request, state: &node.stateSlot.value) { node.outputHandler?(output) }
+        return workflow.childCancellation
     }
 
     var anyState: Any { stateSlot.value }

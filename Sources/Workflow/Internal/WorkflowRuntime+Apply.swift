@@ -8,13 +8,19 @@ extension WorkflowRuntime {
     func process(_ item: consuming QueueItem) {
         switch consume item {
         case .send(let nodeID, let action):
+            if holding { return hold(.send(nodeID, action)) }
             _ = applySent(action, to: nodeID)
         case .sendAndWait(let nodeID, let action, let waiter):
+            if holding { return hold(.sendAndWait(nodeID, action, waiter)) }
             settle(waiter, outcome: applySent(action, to: nodeID, awaited: true))
         case .work(let work):
+            if holding { return hold(.work(work)) }
             _ = applyWork(work)
         case .updateRoot(let boxed):
+            if holding { return hold(.updateRoot(boxed)) }
             updateRoot(boxed)
+        case .control(let command):
+            applyControl(command)
         case .observe(let id, let callback):
             observe(id, callback)
         case .unobserve(let id):
@@ -39,6 +45,7 @@ extension WorkflowRuntime {
         case .journalFailed(let error):
             if !stopped { fail(error) }
         case .acknowledge(let sequence):
+            if holding { return hold(.acknowledge(sequence)) }
             acknowledge(through: sequence)
         case .stop(let waiter):
             if !stopped {
@@ -50,11 +57,12 @@ extension WorkflowRuntime {
                     return
                 }
                 run = .stopped
+                endControl()
                 root.tearDown()
                 context.effects.release(queue: self, observers: context.observers, hostStopped: true)
                 endStreams()
                 journal?.hostDidStop()
-                completion.stop(failure: nil)
+                completion.stop(failure: nil, ending: ending)
                 runStopHandlers()
             }
             waiter?.resume()
@@ -200,7 +208,7 @@ extension WorkflowRuntime {
                 for attachment in context.pendingAttachments { journal.attach(attachment) }
                 context.currentSequence = journal.currentSequence
                 if case .reached = finish {
-                    journal.finish()
+                    journal.finish(asCancelled: context.control.cancellation != nil)
                     finish = .recorded(through: journal.currentSequence)
                 }
             } catch {

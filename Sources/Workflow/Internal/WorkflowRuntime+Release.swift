@@ -61,6 +61,18 @@ extension WorkflowRuntime {
         setPhase(.releasing)
         // Copied only when there is something to release: a copy retains each of its arrays.
         if !batch.effects.isEmpty {
+            if !batch.effects.workersToStart.isEmpty, let refusal = unloggableWorker(in: batch.effects) {
+                // What the batch committed stands, and its waiters learn so; no worker starts, and
+                // what it ends is ended with the tree.
+                for completion in batch.completions { completion.resume(returning: nil) }
+                for flush in batch.flushes { flush.resume() }
+                batch.completions = []
+                batch.flushes = []
+                context.effects.workersToStop.append(contentsOf: batch.effects.workersToStop)
+                context.effects.lifetimesToEnd.append(contentsOf: batch.effects.lifetimesToEnd)
+                fail(refusal)
+                return
+            }
             var effects = batch.effects
             effects.release(queue: self, observers: context.observers)
         }
@@ -85,12 +97,33 @@ extension WorkflowRuntime {
         setPhase(.idle)
     }
 
+    /// Why a durable host must not start the workers `effects` starts: the first one whose
+    /// outputs become actions its journal cannot log (rule O4: it would run, and every output
+    /// would be discarded, leaving the workflow waiting forever). `nil` in memory, and when every
+    /// worker's actions are admitted (a cached type check each).
+    func unloggableWorker(in effects: EffectBatch) -> (any Error)? {
+        guard let journal else { return nil }
+        for worker in effects.workersToStart where !worker.hasEnded && !worker.isLoggable(in: context) {
+            return journal.unloggableWorker(
+                worker.actionType, workerType: worker.workerTypeName, key: worker.key, node: worker.node.path, refusal: context.lastRefusal)
+        }
+        return nil
+    }
+
     /// The most waiters an array handed back by ``releaseSealed(_:)`` has room for.
     static var recycledCompletions: Int { 16 }
 
     /// Publishes pending renderings (each, in order), delivers outputs, stops and starts workers
     /// and side effects, and resumes waiters.
     func releasePending() {
+        if stopped { return }
+        if !context.effects.workersToStart.isEmpty, let refusal = unloggableWorker(in: context.effects) {
+            // What was committed stands, and its waiters learn so; no worker starts.
+            for completion in pendingCompletions { completion.resume(returning: nil) }
+            pendingCompletions.removeAll()
+            fail(refusal)
+            return
+        }
         setPhase(.releasing)
         context.effects.release(queue: self, observers: context.observers)
         pendingRenderings.drain(movingEach: { publish(movingFrom: $0) })

@@ -35,6 +35,32 @@ extension WorkflowRuntime {
             runtime.renderPass()
         }
 
+        func control(_ effect: ControlEntryEffect, number: UInt64, time: WallTime, sequence: UInt64) {
+            context.currentTime = time
+            context.replayingSequence = sequence
+            context.currentSequence = sequence
+            if number != 0 { context.control.lastRequest = max(context.control.lastRequest, number) }
+            switch effect {
+            case .pause:
+                context.control.paused = true
+            case .unpause:
+                context.control.paused = false
+            case .cancel(let request):
+                context.control.cancellation = request
+                runtime.setPhase(.applying)
+                runtime.root.deliverCancellation(request)
+                context.discardLastApplied()
+                runtime.renderPass()
+            case .end(let ending):
+                runtime.ending = ending
+                if !runtime.finished { runtime.finish = .recorded(through: sequence) }
+            }
+        }
+
+        func restoreControl(_ state: ControlState) {
+            context.control = state
+        }
+
         func acknowledged(through: UInt64, sequence: UInt64) {
             context.acknowledgedThrough = max(context.acknowledgedThrough, through)
             context.currentSequence = sequence

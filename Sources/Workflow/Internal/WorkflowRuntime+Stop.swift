@@ -26,13 +26,18 @@ extension WorkflowRuntime {
     /// `completion`, and the host stops after the work already queued.
     func settleFinish() {
         finish = .settled
-        if let finalOutput { completion.finish(finalOutput) }
+        if let finalOutput {
+            completion.finish(finalOutput)
+        } else if let ending {
+            completion.stop(failure: nil, ending: ending)
+        }
         enqueue(.stop(nil))
     }
 
     /// Stops the host after a journal failure: nothing uncommitted leaves the runtime.
     func fail(_ error: any Error) {
         failureState.withLock { $0 = $0 ?? error }
+        journal?.hostDidFail(error)
         // The journal lets go of the instance first: a waiter resumed below may resume it at once.
         journal?.hostDidStop()
         stopWithoutReleasing()
@@ -40,6 +45,7 @@ extension WorkflowRuntime {
 
     func stopWithoutReleasing() {
         run = .failed
+        endControl()
         openBatch = .empty
         // Batches still being committed: their effects never start, but workers and side
         // effects they ended (started by earlier, released batches) are ended below.

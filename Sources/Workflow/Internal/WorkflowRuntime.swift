@@ -84,6 +84,17 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         if case .open = finish { return false }
         return true
     }
+    /// How the instance ended by a control request (terminated, cancelled at once or at its
+    /// deadline, deleted), when it did.
+    var ending: InstanceEnding?
+    /// While the instance is paused (rule O2): actions, props updates and acknowledgements wait
+    /// in `held`, in arrival order, for the unpause.
+    @exclusivity(unchecked) var holding = false
+    @exclusivity(unchecked) var held: [QueueItem] = []
+    /// A pause request waiting for the task attempts in flight to report first.
+    var pauseUnderWay: ControlCommand?
+    /// Ends the instance at its cancel request's deadline.
+    var cancelDeadline: Task<Void, Never>?
     let completion = HostCompletion<Root.Output>()
     /// Called once the host has stopped (`nil` after that).
     let stopHandlers = Lock<[@Sendable () -> Void]?>([])
@@ -111,7 +122,10 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         versions?.isReplaying = replay != nil
         context.instanceID = journal?.instanceID
         context.recordsActions = journal != nil
-        if let journal { context.admission = { type in journal.admit(type) } }
+        if let journal {
+            context.admission = { type in journal.admit(type) }
+            context.discardReporter = { discard in journal.discarded(discard) }
+        }
         context.currentSequence = initialSequence ?? journal?.currentSequence ?? 0
         context.isReplaying = replay != nil
         context.currentTime = clock.now()
@@ -163,6 +177,12 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             context.isReplaying = false
             versions?.isReplaying = false
             if self.acknowledgedOutputs { dropAcknowledgedOutputs() }
+            if context.control.paused {
+                // Paused in its log: the workers about to start run no attempt, and what they
+                // emit waits, until the unpause.
+                holding = true
+                drainGate.pause()
+            }
         }
         if let inspect {
             // Inspection only: nothing is released, no worker or side effect ever starts.
@@ -172,7 +192,14 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
             return
         }
         releasePending()
+        // A worker its journal cannot log failed the host as it was released (rule O4).
+        let failedAtStart = stopped
+        if !stopped, journal != nil {
+            if !finished { scheduleCancelDeadline() }
+            journal?.accept(controls: self)
+        }
         drain(me, alreadyDraining: true)
+        if failedAtStart, let failure { throw failure }
     }
 
     /// The error that stopped the host (a durable host whose log could not be written).

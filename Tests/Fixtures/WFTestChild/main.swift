@@ -826,6 +826,113 @@ do {
         say("stopped")
         exit(0)
 
+    case "booking-service":
+        // booking-service STORE LEDGER COUNT SEED: a WorkflowService (strict mode, in a
+        // ServiceGroup that shuts down gracefully on SIGTERM) runs Booking instances "bk-0"...
+        // "bk-COUNT-1", each holding for 1,500 to 5,000 ms (from a generator seeded with SEED),
+        // against a BookingDesk writing to LEDGER; prints "ready" once all are started, then
+        // serves (the control plane's requests too) until SIGTERM, and prints "stopped".
+        // Logs only warnings and errors.
+        // Warnings only: the parent reads this process's output after it stops, and a line per
+        // control request would fill the pipe meanwhile (and block the hosts that log).
+        var logger = Logger(label: "booking-service")
+        logger.logLevel = .warning
+        let configuration = Booking.configuration(desk: BookingDesk(ledger: arguments[2]))
+        let store = try openStore(arguments[1])
+        let service = WorkflowService(store: store, logger: logger, adoptionInterval: .milliseconds(200))
+        service.register(Booking.self, configuration: configuration)
+        let group = ServiceGroup(services: [service], gracefulShutdownSignals: [.sigterm], logger: logger)
+        let bookings = Int(arguments[3])!
+        var generator = SeededGenerator(state: UInt64(arguments[4])!)
+        let holds = (0..<bookings).map { _ in Int.random(in: 1_500...5_000, using: &generator) }
+        Task.detached {
+            try await service.untilRunning()
+            for index in 0..<bookings {
+                _ = try await service.startOrResume(Booking(holdMilliseconds: holds[index]), id: "bk-\(index)")
+            }
+            say("ready")
+        }
+        let stopped = DispatchSemaphore(value: 0)
+        Task.detached {
+            do { try await group.run() } catch { say("group failed: \(error)") }
+            stopped.signal()
+        }
+        stopped.wait()
+        say("stopped")
+        exit(0)
+
+    case "service-starts":
+        // service-starts STORE N: a WorkflowService (strict mode, in a ServiceGroup that shuts
+        // down on SIGTERM, with no drain) starts N DurableCounter instances at once through its
+        // async `start`, each blocking on its first commit; prints "starting" once every start is
+        // under way, "noticed AT" (MachineClock) as soon as the service is shutting down, and
+        // "stopped STARTED" once it has, STARTED being how many starts returned a host.
+        var logger = Logger(label: "service-starts")
+        logger.logLevel = .warning
+        let store = try openStore(arguments[1])
+        let service = WorkflowService(store: store, logger: logger, drainDeadline: nil)
+        service.register(DurableCounter.self, configuration: DurableConfiguration(actions: DurableCounter.actions))
+        let group = ServiceGroup(services: [service], gracefulShutdownSignals: [.sigterm], logger: logger)
+        let count = Int(arguments[2])!
+        let started = Lock(0)
+        Thread.detachNewThread {
+            while service.state != .shuttingDown && service.state != .stopped { usleep(500) }
+            say("noticed \(MachineClock.now)")
+        }
+        Task.detached {
+            try await service.untilRunning()
+            for index in 0..<count {
+                Task.detached {
+                    if (try? await service.start(DurableCounter(), id: "s\(index)")) != nil { started.withLock { $0 += 1 } }
+                }
+            }
+            say("starting")
+        }
+        let stopped = DispatchSemaphore(value: 0)
+        Task.detached {
+            do { try await group.run() } catch { say("group failed: \(error)") }
+            stopped.signal()
+        }
+        stopped.wait()
+        say("stopped \(started.withLock { $0 })")
+        exit(0)
+
+    case "ticker-service":
+        // ticker-service STORE MACHINE LEASE_MS: a WorkflowService (grouped mode) running Ticker
+        // instances: it starts none, and every 100 ms adopts the running ones no live host holds
+        // (on PostgreSQL as the store spreads them, as a host of machine MACHINE whose leases
+        // last LEASE_MS); prints "ready" once it runs, and serves until SIGTERM (or SIGKILL).
+        var logger = Logger(label: "ticker-service")
+        logger.logLevel = .warning
+        let store: WorkflowStore
+        if arguments[1].hasPrefix("postgres://") {
+            #if Postgres
+            guard var configuration = PostgresConfiguration(url: arguments[1]) else { fail("not a PostgreSQL URL: \(arguments[1])") }
+            configuration.machine = arguments[2]
+            configuration.leaseTime = .milliseconds(Int(arguments[3])!)
+            store = WorkflowStore(backend: try PostgresStorage.open(configuration))
+            #else
+            fail("built without the Postgres trait")
+            #endif
+        } else {
+            store = try openStore(arguments[1])
+        }
+        let service = WorkflowService(store: store, logger: logger, instanceCountsInterval: nil, adoptionInterval: .milliseconds(100))
+        service.register(Ticker.self, configuration: DurableConfiguration(mode: .grouped, actions: Ticker.actions, snapshotEvery: 20))
+        let group = ServiceGroup(services: [service], gracefulShutdownSignals: [.sigterm], logger: logger)
+        Task.detached {
+            try await service.untilRunning()
+            say("ready")
+        }
+        let stopped = DispatchSemaphore(value: 0)
+        Task.detached {
+            do { try await group.run() } catch { say("group failed: \(error)") }
+            stopped.signal()
+        }
+        stopped.wait()
+        say("stopped")
+        exit(0)
+
     case "idle":
         // idle: prints "idle", then does nothing until it is killed (or its parent is gone).
         say("idle")
