@@ -50,7 +50,7 @@ let package = Package(
         // The in-memory runtime: workflows, actions, sinks, children, workers, side effects, host.
         .target(name: "Workflow", dependencies: ["WorkflowLocks", "WorkflowMemory"]),
         // Render and action testers for users' own tests (works from Swift Testing and XCTest), and the replay gate over exports.
-        .target(name: "WorkflowTesting", dependencies: ["Workflow", "WorkflowLocks", "DurableWorkflow"]),
+        .target(name: "WorkflowTesting", dependencies: ["Workflow", "WorkflowLocks", "DurableWorkflow", "WorkflowSignals"]),
         // The storage protocol the engine speaks, knowing no backend, and the in-memory backend.
         .target(name: "WorkflowStorage", dependencies: ["WorkflowLocks"]),
         // The durable engine: every applied action in a store's log, state rebuilt by replay.
@@ -81,6 +81,7 @@ let package = Package(
             name: "WorkflowSignals",
             dependencies: [
                 "DurableWorkflow", "Workflow", "WorkflowStorage", "WorkflowLocks",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
@@ -152,8 +153,10 @@ let package = Package(
             name: "WorkflowStorageTests",
             dependencies: [
                 "WorkflowStorage", "WorkflowLMDB", "WorkflowPostgres", "WorkflowSignals", "LMDB", "DurableWorkflow", "Workflow", "TestSupport",
-                "TestWorkflows", "WorkflowLocks", "wf-test-child",
+                "TestWorkflows", "WorkflowLocks", "wf-test-child", "WorkflowService",
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Postgres"])),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "WorkflowLocksTests", dependencies: ["WorkflowLocks"]),
@@ -181,7 +184,7 @@ let package = Package(
             name: "WorkflowSignalsTests",
             dependencies: [
                 "WorkflowSignals", "DurableWorkflow", "WorkflowLMDB", "Workflow", "LMDB", "TestSupport", "TestWorkflows", "wf-test-child",
-                "signal-demo", "WorkflowLocks",
+                "signal-demo", "WorkflowLocks", "WorkflowTesting",
             ]
         ),
         .testTarget(

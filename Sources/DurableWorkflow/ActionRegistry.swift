@@ -55,6 +55,14 @@ public struct ActionRegistry: Sendable {
             own: (A.self as? any (DurableAction & BinaryPayloadRepresentable).Type).map { own($0) })
     }
 
+    /// Registers `type` (its current version) under a tag it was logged with before its tag
+    /// changed (a type renamed or moved to another module, whose tag was its module-qualified
+    /// name): entries of `formerTag` are read as `type`; new entries are written under `A.tag`.
+    public mutating func register<A: DurableAction>(_ type: A.Type, formerTag: String) {
+        registerCurrent(type)
+        decoders[Key(tag: formerTag, version: A.version)] = decoders[Key(tag: A.tag, version: A.version)]
+    }
+
     /// Registers a decoder for `version` of the action tagged `A.tag`, which turns an old
     /// encoding into today's action.
     public mutating func register<A: DurableAction>(

@@ -114,6 +114,9 @@ public struct DurableConfiguration: Sendable {
     /// an instance that stops on a failure or is marked failed (error), a finished instance
     /// (debug). The default logs nothing.
     public var logger = Logger(label: "workflow", factory: { _ in SwiftLogNoOpLogHandler() })
+    /// How new instances name their nodes (``InstanceNaming``): `.legacy` only for tests that
+    /// write instances as the builds before issue 59 did.
+    package var pathNaming = NodePath.Naming.readable
 
     /// A configuration; every parameter has a documented default.
     public init(
@@ -131,12 +134,20 @@ public struct DurableConfiguration: Sendable {
 }
 
 extension DurableConfiguration {
-    /// The versions a new instance's tree takes: the newest of every declared marker, this
-    /// build's code version (`nil` when there are neither).
+    /// The markers a new instance fixes with its props entry: the newest of every declared marker,
+    /// and its naming (``InstanceNaming``).
+    var newInstanceMarkers: [String: Int] {
+        var markers = InstanceVersions.newest(of: versionMarkers)
+        if pathNaming == .readable { markers[InstanceNaming.marker] = InstanceNaming.current }
+        return markers
+    }
+
+    /// The versions a new instance's tree takes: ``newInstanceMarkers`` and this build's code
+    /// version (`nil` when there are neither).
     func newInstanceVersions() -> InstanceVersions? {
-        guard !versionMarkers.isEmpty || codeVersion != nil else { return nil }
-        return InstanceVersions(codeVersion: codeVersion, declared: versionMarkers, markers: InstanceVersions.newest(of: versionMarkers),
-                                programmerErrors: host.programmerErrors)
+        let markers = newInstanceMarkers
+        guard !markers.isEmpty || codeVersion != nil else { return nil }
+        return InstanceVersions(codeVersion: codeVersion, declared: versionMarkers, markers: markers, programmerErrors: host.programmerErrors)
     }
 
     /// The runtime's configuration for a host of this one.

@@ -43,6 +43,9 @@ final class InstanceJournal: RuntimeJournal {
     /// The delete request the host stops for: the instance is deleted as the host lets go of it.
     private var deletion: UInt64?
 
+    let idempotencyPrefix: String
+    let pathNaming: NodePath.Naming
+
     /// A journal for an instance whose `record` already carries this host's `owner` claim.
     init(
         store: WorkflowStore, instanceID: String, record: StoredInstance, configuration: DurableConfiguration,
@@ -57,6 +60,9 @@ final class InstanceJournal: RuntimeJournal {
         self.digests = StateDigests(codec: configuration.codec, store: store.path, instance: instanceID)
         self.encoders = EncoderCache(codec: configuration.codec)
         self.tracer = configuration.activeTracer
+        let markers = versions?.markers ?? [:]
+        self.pathNaming = InstanceNaming.pathNaming(markers: markers)
+        self.idempotencyPrefix = InstanceNaming.idempotencyPrefix(id: instanceID, created: record.created, markers: markers)
     }
 
     func admit(_ type: any WorkflowAction.Type) -> (any Error)? {

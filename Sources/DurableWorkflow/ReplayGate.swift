@@ -143,7 +143,7 @@ extension WorkflowStore {
                 unchecked.checksRecordedDigests = false
                 var ignored: SnapshotMismatch?
                 if let tree = try? resumeTree(id: id, as: type, configuration: unchecked, mismatch: &ignored) {
-                    gate.renderDiff = tree.recordedWorkers.map { Self.renderDiff(recorded: $0, declared: tree.waits, instance: id) }
+                    gate.renderDiff = tree.recordedWorkers.map { Self.renderDiff(recorded: $0, declared: tree.waits, prefix: tree.idempotencyPrefix) }
                 }
             }
             return gate.fails(error, divergence: divergence(of: error, id: id, as: type, configuration: configuration))
@@ -176,7 +176,7 @@ extension WorkflowStore {
                                 divergence: divergence(of: error, id: id, as: type, configuration: configuration))
             }
         }
-        gate.renderDiff = resumed.recordedWorkers.map { Self.renderDiff(recorded: $0, declared: resumed.waits, instance: id) }
+        gate.renderDiff = resumed.recordedWorkers.map { Self.renderDiff(recorded: $0, declared: resumed.waits, prefix: resumed.idempotencyPrefix) }
         return gate.result
     }
 
@@ -204,7 +204,7 @@ extension WorkflowStore {
         let path = error.nodePath
         func state(at sequence: UInt64) -> String? {
             guard sequence >= 1, let tree = try? stateTree(of: id, as: type, through: sequence, configuration: configuration) else { return nil }
-            return tree.nodes.first { $0.path.description == path }?.stateText
+            return tree.nodes.first { path.map($0.path.names) ?? false }?.stateText
         }
         let before = state(at: sequence - 1)
         let after = error.kind == .nonDeterministic ? state(at: sequence) : nil
@@ -258,10 +258,10 @@ extension WorkflowStore {
     }
 
     /// The waits `recorded` (what the log's build declared) and `declared` (this build's) differ in.
-    static func renderDiff(recorded: [String: Int], declared: [StateTree.Wait], instance: String) -> ReplayGateResult.RenderDiff {
+    static func renderDiff(recorded: [String: Int], declared: [StateTree.Wait], prefix: String) -> ReplayGateResult.RenderDiff {
         func wait(_ name: String, start: Int, kind: String?) -> ReplayGateResult.Wait {
             let split = name.lastIndex(of: "#").map { (String(name[..<$0]), String(name[name.index(after: $0)...])) } ?? (name, "")
-            return .init(node: split.0, key: split.1, idempotencyKey: "\(instance)\(name)@\(start)", kind: kind)
+            return .init(node: split.0, key: split.1, idempotencyKey: "\(prefix)\(name)@\(start)", kind: kind)
         }
         var now: [String: (start: Int, wait: StateTree.Wait)] = [:]
         for wait in declared { now[Snapshot.workerKey(wait.path, wait.key)] = (Int(wait.idempotencyKey.split(separator: "@").last.flatMap { Int($0) } ?? 0), wait) }

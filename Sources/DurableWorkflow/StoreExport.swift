@@ -174,6 +174,7 @@ extension WorkflowStore {
         try visitEntries(record: record, id: id, from: 1, through: record.lastSequence) { entry in
             if !entry.notes.versionMarkers.isEmpty { markers.merge(entry.notes.versionMarkers) { $1 } }
         }
-        return markers
+        // The engine's own (`$names`, how the instance names its nodes) are not the build's markers.
+        return markers.filter { !$0.key.hasPrefix("$") }
     }
 }

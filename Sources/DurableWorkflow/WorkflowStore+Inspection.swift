@@ -36,6 +36,9 @@ public struct StateTree: Sendable {
     var recordedWorkers: [String: Int]?
     /// The sequence the replay started from (a snapshot's, or 1).
     var replayedFrom: UInt64 = 1
+    /// What the instance's idempotency keys begin with (``InstanceNaming``).
+    var idempotencyPrefix = ""
+
 
     /// A worker the tree declares, and what it waits for.
     public struct Wait: Sendable, Hashable {
@@ -189,7 +192,8 @@ extension WorkflowStore {
         let versions = plan.makeVersions()
         try WorkflowHost<W>.inspect(
             workflow: plan.root, configuration: configuration.host, restorer: plan.restorer, versions: versions,
-            initialSequence: plan.baseSequence, replay: { driver in try self.replay(plan, driver: driver, versions: versions) },
+            initialSequence: plan.baseSequence, pathNaming: plan.pathNaming,
+            replay: { driver in try self.replay(plan, driver: driver, versions: versions) },
             inspect: { tree in
                 captured = Result {
                     let props = try StateCoding.encode(tree.rootWorkflow(), codec: configuration.codec, what: "root props",
@@ -234,9 +238,10 @@ extension WorkflowStore {
         var inspectionError: (any Error)?
         var summary: ReplaySummary?
         let versions = plan.makeVersions()
+        let prefix = plan.idempotencyPrefix
         try WorkflowHost<W>.inspect(
             workflow: plan.root, configuration: configuration.host, restorer: plan.restorer, versions: versions,
-            initialSequence: plan.baseSequence,
+            initialSequence: plan.baseSequence, pathNaming: plan.pathNaming,
             replay: { driver in try self.replay(plan, driver: driver, versions: versions) { summary = $0 } },
             inspect: { tree in
                 do {
@@ -245,7 +250,7 @@ extension WorkflowStore {
                         nodes.append(StateTree.Node(path: path, encodedState: bytes))
                     }
                     digest = try StateDigests(codec: configuration.codec, store: self.path, instance: id).digest(of: tree)
-                    waits = tree.declaredWorkers().map { StateTree.Wait($0, instance: id) }
+                    waits = tree.declaredWorkers().map { StateTree.Wait($0, prefix: prefix) }
                 } catch {
                     inspectionError = error
                 }
@@ -255,15 +260,18 @@ extension WorkflowStore {
                              uncheckedDigests: summary?.uncheckedDigests ?? 0)
         tree.recordedWorkers = summary?.recordedWorkers
         tree.replayedFrom = plan.baseSequence
+        tree.idempotencyPrefix = prefix
         return tree
     }
 }
 
 extension StateTree.Wait {
-    init(_ worker: DeclaredWorker, instance: String) {
+    /// The wait of `worker`, whose idempotency key begins with `prefix` (the instance's id, and
+    /// its incarnation: ``InstanceNaming``).
+    init(_ worker: DeclaredWorker, prefix: String) {
         path = worker.path
         key = worker.key
-        idempotencyKey = "\(instance)\(worker.path)#\(worker.key)@\(worker.sequence)"
+        idempotencyKey = "\(prefix)\(worker.path)#\(worker.key)@\(worker.sequence)"
         switch worker.wait {
         case .timer(let deadline)?: kind = .timer(deadline: deadline)
         case .signal(let signal)?: kind = .signal(signal)

@@ -143,7 +143,7 @@ extension WorkflowStore {
         // A new instance takes the newest version of every marker its build declares.
         return LogEntry(sequence: 1, time: time, origin: .props, nodePath: Self.rootPath(of: W.self), actionTag: LogEntry.propsTag,
                         actionVersion: 1, payload: props, digest: nil,
-                        notes: EntryNotes(versionMarkers: InstanceVersions.newest(of: configuration.versionMarkers)))
+                        notes: EntryNotes(versionMarkers: configuration.newInstanceMarkers))
     }
 
     /// Creates instance `id` of root type `W` with `entries` (from sequence 1) in one commit,

@@ -210,7 +210,7 @@ extension WorkflowStore {
             let digests = StateDigests(codec: codec, store: store, instance: instance)
             try WorkflowHost<W>.inspect(
                 workflow: workflow, configuration: configuration.host, restorer: nil, versions: configuration.newInstanceVersions(),
-                initialSequence: 1, replay: { driver in try driver.apply(action, at: rootPath, origin: .sink, time: time, sequence: 2) },
+                initialSequence: 1, pathNaming: configuration.pathNaming, replay: { driver in try driver.apply(action, at: rootPath, origin: .sink, time: time, sequence: 2) },
                 inspect: { tree in
                     result.value = Result { try digests.digest(of: tree) }
                     result.forms = RecordedForms().changes(in: tree)

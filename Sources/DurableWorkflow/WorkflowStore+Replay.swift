@@ -37,6 +37,12 @@ struct ReplayPlan<W: DurableWorkflow> {
     /// The state forms its digests were recorded under at `baseSequence`.
     var recordedForms: [String: Int] = [:]
 
+    /// How the instance names its nodes (its naming marker, ``InstanceNaming``).
+    var pathNaming: NodePath.Naming { InstanceNaming.pathNaming(markers: markers) }
+
+    /// What the instance's workers' idempotency keys begin with.
+    var idempotencyPrefix: String { InstanceNaming.idempotencyPrefix(id: id, created: record.created, markers: markers) }
+
     /// The versions a tree replayed from this plan takes, when the build or the instance has
     /// any (`nil`: no marker declared or fixed, no code version).
     func makeVersions() -> InstanceVersions? {
@@ -354,7 +360,7 @@ extension WorkflowStore {
     where W.Rendering: Sendable, W.Output: Sendable {
         guard let sequence = divergence.sequence, sequence > 1, let path = divergence.nodePath,
               let before = try? stateTree(of: plan.id, as: W.self, through: sequence - 1, configuration: plan.configuration),
-              let node = before.nodes.first(where: { $0.path.description == path }) else { return divergence }
+              let node = before.nodes.first(where: { $0.path.names(path) }) else { return divergence }
         return DurableError(
             divergence.kind, store: divergence.store, instance: divergence.instance, sequence: divergence.sequence,
             actionTag: divergence.actionTag, nodePath: divergence.nodePath,
@@ -375,6 +381,14 @@ extension WorkflowStore {
     private func failure(_ kind: DurableError.Kind, _ entry: LogEntry.View, _ id: String, _ detail: String, recovery: String = "") -> DurableError {
         DurableError(kind, store: path, instance: id, sequence: entry.sequence, actionTag: entry.actionTag,
                      nodePath: entry.nodePath.description, detail: detail, recovery: recovery)
+    }
+}
+
+extension NodePath {
+    /// Whether `description` describes this path (an entry's path is described readably; a tree
+    /// of an instance started before issue 59 describes its own with the legacy naming).
+    func names(_ description: String) -> Bool {
+        self.description == description || NodePath(segments: segments).description == description
     }
 }
 

@@ -16,6 +16,17 @@ public struct NodePath: Hashable, Sendable, Codable, CustomStringConvertible {
         }
     }
 
+    /// How a path's description names workflow types (rule D1's node paths in digests, snapshot
+    /// keys and idempotency keys, so an instance keeps its naming for life).
+    public enum Naming: Sendable, Hashable {
+        /// Module prefixes dropped from every part of the name, generic arguments kept:
+        /// `TaskWorkflow<BankReply>` (every instance started since issue 59).
+        case readable
+        /// The name after its last dot, as instances started before issue 59 named their nodes:
+        /// `BankReply>` for `DurableWorkflow.TaskWorkflow<Payments.BankReply>`.
+        case legacy
+    }
+
     /// The steps from the root (first) to the node (last).
     public let segments: [Segment]
 
@@ -23,22 +34,48 @@ public struct NodePath: Hashable, Sendable, Codable, CustomStringConvertible {
     /// digests and snapshots name every node by it).
     public let description: String
 
-    /// A path made of `segments`.
-    public init(segments: [Segment]) {
+    /// How ``description`` names types; children's paths name them the same way.
+    public let naming: Naming
+
+    /// A path made of `segments`, described with `naming`.
+    public init(segments: [Segment], naming: Naming = .readable) {
         self.segments = segments
-        self.description = Self.describe(segments)
+        self.naming = naming
+        self.description = Self.describe(segments, naming: naming)
     }
 
-    /// The path of a child of this node.
+    /// The path of a child of this node (named as this one is).
     public func appending(workflowType: String, key: String) -> NodePath {
-        NodePath(segments: segments + [Segment(workflowType: workflowType, key: key)])
+        NodePath(segments: segments + [Segment(workflowType: workflowType, key: key)], naming: naming)
     }
 
-    private static func describe(_ segments: [Segment]) -> String {
+    private static func describe(_ segments: [Segment], naming: Naming) -> String {
         "/" + segments.map { segment in
-            let name = segment.workflowType.split(separator: ".").last.map(String.init) ?? segment.workflowType
+            let name = readableName(segment.workflowType, naming: naming)
             return segment.key.isEmpty ? name : "\(name)[\(segment.key)]"
         }.joined(separator: "/")
+    }
+
+    /// `typeName` without its module prefixes: `Payments.Order` → `Order`,
+    /// `DurableWorkflow.TaskWorkflow<Payments.BankReply>` → `TaskWorkflow<BankReply>` (with
+    /// ``Naming/legacy``, whatever follows the last dot).
+    package static func readableName(_ typeName: String, naming: Naming = .readable) -> String {
+        guard naming == .readable else { return typeName.split(separator: ".").last.map(String.init) ?? typeName }
+        var name = "", word = ""
+        for character in typeName {
+            switch character {
+            case ".":
+                // What came before the dot was a module or an enclosing name: dropped.
+                word = ""
+            case "<", ">", ",", " ", "(", ")", "[", "]", ":", "?":
+                name += word
+                name.append(character)
+                word = ""
+            default:
+                word.append(character)
+            }
+        }
+        return name + word
     }
 
     private enum CodingKeys: String, CodingKey { case segments }
@@ -52,6 +89,7 @@ public struct NodePath: Hashable, Sendable, Codable, CustomStringConvertible {
         try container.encode(segments, forKey: .segments)
     }
 
+    /// Paths are equal when their segments are (however they are described).
     public static func == (lhs: NodePath, rhs: NodePath) -> Bool { lhs.segments == rhs.segments }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(segments) }

@@ -64,8 +64,12 @@ package protocol RuntimeJournal: AnyObject {
     func discarded(_ discard: DiscardedAction)
     /// The sequence of the latest recorded entry (0 before the first).
     var currentSequence: UInt64 { get }
-    /// The instance's id, for worker idempotency keys.
-    var instanceID: String { get }
+    /// What worker idempotency keys begin with: the instance's id, and for an instance started
+    /// since issue 59 its incarnation (`order-7~k3j9x1`), so that an id deleted and started again
+    /// gets keys of its own.
+    var idempotencyPrefix: String { get }
+    /// How the instance's node paths name workflow types, fixed when it started.
+    var pathNaming: NodePath.Naming { get }
 }
 
 /// Where everything recorded so far stands, as a journal answers the runtime.
@@ -180,8 +184,9 @@ package protocol ControlReceiver: AnyObject, Sendable {
 /// crash is started again after replay, so it can be passed to external systems as an
 /// idempotency key.
 public enum WorkerContext {
-    /// `<instance><node path>#<worker key>@<start sequence>` (e.g. `order-7/Order/Upload[a]#upload@12`)
-    /// for a durable host; `nil` in memory.
+    /// `<instance>~<incarnation><node path>#<worker key>@<start sequence>` (e.g.
+    /// `order-7~k3j9x1/Order/Upload[a]#upload@12`) for a durable host (instances started before
+    /// issue 59 keep their keys without the incarnation); `nil` in memory.
     @TaskLocal public static var idempotencyKey: String?
     /// The in-flight work of the worker's host, which a graceful stop drains.
     @TaskLocal package static var drainGate: DrainGate?

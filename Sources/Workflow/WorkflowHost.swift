@@ -90,16 +90,18 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
             initialSequence: initialSequence, replay: replay)
     }
 
-    /// Builds the tree from `workflow` (and `restorer`), runs `replay`, hands the tree to
-    /// `inspect`, and ends it: no worker, side effect, rendering or output ever leaves.
+    /// Builds the tree from `workflow` (and `restorer`), its node paths named with `pathNaming`
+    /// (the instance's), runs `replay`, hands the tree to `inspect`, and ends it: no worker, side
+    /// effect, rendering or output ever leaves.
     package static func inspect(
         workflow: W, configuration: HostConfiguration, restorer: (any StateRestorer)?, versions: InstanceVersions? = nil,
-        initialSequence: UInt64, replay: @escaping (any ReplayDriver) throws -> Void, inspect: @escaping (any RuntimeTree) -> Void
+        initialSequence: UInt64, pathNaming: NodePath.Naming, replay: @escaping (any ReplayDriver) throws -> Void,
+        inspect: @escaping (any RuntimeTree) -> Void
     ) throws {
         _ = try WorkflowRuntime(
             workflow: workflow, observers: [], programmerErrors: configuration.programmerErrors, clock: configuration.clock,
             dependencies: configuration.dependencies, restorer: restorer, versions: versions, initialSequence: initialSequence,
-            replay: replay, inspect: inspect)
+            pathNaming: pathNaming, replay: replay, inspect: inspect)
     }
 
     /// The error that stopped a durable host (its log could not be written); `nil` while it runs.

@@ -12,16 +12,18 @@ struct SignalCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Post a version of a signal, its value given as JSON (as SignalCenter.post(_:value:) encodes values).",
             discussion: """
+            The signal is named by its id, or with --stable-name by the name its id is made from (SignalID(stableName:)).
             Example: wfctl signal post /var/lib/service/workflows 6F9619FF-8B86-D011-B42D-00C04FC964FF '{"carrier":"DHL"}'
+            Example: wfctl signal post /var/lib/service/workflows --stable-name settlement:pay-3 '{"settled":true}'
             """)
 
         @OptionGroup var options: WriteOptions
 
-        @Argument(help: "The signal's id (a UUID).")
-        var signal: String
+        @Argument(help: "The signal's id (a UUID), then the value as JSON text; with --stable-name, the value alone.")
+        var arguments: [String]
 
-        @Argument(help: "The value, as JSON text.")
-        var value: String
+        @Option(help: "The stable name the signal's id is made from, instead of its id.")
+        var stableName: String?
 
         @Flag(help: "Keep the consumers that receive this version (default: each is removed after delivering it).")
         var keepConsumers = false
@@ -37,11 +39,24 @@ struct SignalCommand: ParsableCommand {
 
         struct Posted: Codable {
             let signal: String
+            /// The stable name given with --stable-name.
+            let name: String?
             let version: UInt64
         }
 
         func run() throws {
-            guard let id = UUID(uuidString: signal) else { throw ToolError.usage("\(signal) is not a signal id (a UUID)") }
+            let signal: SignalID, value: String
+            switch (arguments.count, stableName) {
+            case (1, let name?):
+                signal = SignalID(stableName: name)
+                value = arguments[0]
+            case (2, nil):
+                guard let id = SignalID(arguments[0]) else { throw ToolError.usage("\(arguments[0]) is not a signal id (a UUID)") }
+                signal = id
+                value = arguments[1]
+            default:
+                throw ToolError.usage("give the signal's id and the value, or --stable-name NAME and the value")
+            }
             let payload = Array(value.utf8)
             guard (try? JSONSerialization.jsonObject(with: Data(payload), options: [.fragmentsAllowed])) != nil else {
                 throw ToolError.usage("the value is not JSON: \(value)")
@@ -58,10 +73,10 @@ struct SignalCommand: ParsableCommand {
                                                configuration: .init(pollInterval: .seconds(3600)))
             defer { try? center.stop() }
             let version = try center.post([SignalPost(
-                signal: SignalID(id), payload: payload, terminatesConsumersAfterDelivery: !keepConsumers, idempotencyKey: idempotencyKey,
+                signal: signal, payload: payload, terminatesConsumersAfterDelivery: !keepConsumers, idempotencyKey: idempotencyKey,
                 traceContext: TraceContext(fields))])[0]
-            if options.json { return emit(try json(Posted(signal: id.uuidString, version: version))) }
-            emit("posted version \(version) of \(id.uuidString)")
+            if options.json { return emit(try json(Posted(signal: signal.description, name: stableName, version: version))) }
+            emit("posted version \(version) of \(signal)" + (stableName.map { " (\($0))" } ?? ""))
         }
     }
 }

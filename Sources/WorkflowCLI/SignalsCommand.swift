@@ -5,16 +5,45 @@ import WorkflowSignals
 /// `wfctl signals STORE [SIGNAL-ID]`
 struct Signals: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Signal records, versions retained, consumers and their positions, pending deliveries.",
-        discussion: "Example: wfctl signals /var/lib/service/workflows 6F9619FF-8B86-D011-B42D-00C04FC964FF")
+        abstract: "Signal records (with the stable names they were made from), versions retained, consumers and their positions, pending deliveries.",
+        discussion: """
+        Example: wfctl signals /var/lib/service/workflows 6F9619FF-8B86-D011-B42D-00C04FC964FF
+        Example: wfctl signals /var/lib/service/workflows --stable-name settlement:pay-3
+        """)
 
     @OptionGroup var options: ReadOptions
 
     @Argument(help: "Only this signal: its versions, consumers and pending deliveries.")
     var signal: String?
 
+    @Option(help: "Only the signal made from this stable name (SignalID(stableName:)), instead of its id.")
+    var stableName: String?
+
+    /// A signal record as `signals --json` prints it (documented in docs/wfctl-json.md).
+    struct Record: Codable {
+        /// Its UUID, as text.
+        let id: String
+        /// The stable name it was made from, when known.
+        let name: String?
+        let latestVersion: UInt64
+        let retainedVersions: [UInt64]
+        let consumers: Int
+        let created: String
+        let updated: String
+
+        init(_ info: SignalInfo) {
+            id = info.id.description
+            name = info.name
+            latestVersion = info.latestVersion
+            retainedVersions = info.retainedVersions
+            consumers = info.consumers
+            created = iso(info.created)
+            updated = iso(info.updated)
+        }
+    }
+
     struct Detail: Codable {
-        let signal: SignalInfo?
+        let signal: Record?
         let versions: [Version]
         let consumers: [ConsumerInfo]
         let pending: [PendingDelivery]
@@ -33,23 +62,31 @@ struct Signals: ParsableCommand {
         let store = try options.open()
         guard let center = try openSignals(store) else {
             if signal != nil { throw ToolError.usage("the store has no signals") }
-            return emit(options.json ? "[]" : Table("SIGNAL", "LATEST", "RETAINED", "CONSUMERS", "UPDATED").text)
+            return emit(options.json ? "[]" : Table("SIGNAL", "NAME", "LATEST", "RETAINED", "CONSUMERS", "UPDATED").text)
         }
         defer { try? center.stop() }
-        guard let signal else {
+        let id: SignalID
+        switch (signal, stableName) {
+        case (nil, nil):
             let infos = try center.signals()
-            if options.json { return emit(try json(infos)) }
-            var table = Table("SIGNAL", "LATEST", "RETAINED", "CONSUMERS", "UPDATED")
+            if options.json { return emit(try json(infos.map(Record.init))) }
+            var table = Table("SIGNAL", "NAME", "LATEST", "RETAINED", "CONSUMERS", "UPDATED")
             for info in infos {
-                table.add(info.id.description, "\(info.latestVersion)", info.retainedVersions.map(String.init).joined(separator: ","),
-                          "\(info.consumers)", iso(info.updated))
+                table.add(info.id.description, info.name ?? "-", "\(info.latestVersion)",
+                          info.retainedVersions.map(String.init).joined(separator: ","), "\(info.consumers)", iso(info.updated))
             }
             return emit(table.text)
+        case (let text?, nil):
+            guard let parsed = SignalID(text) else { throw ToolError.usage("\"\(text)\" is not a UUID (give a stable name with --stable-name)") }
+            id = parsed
+        case (nil, let name?):
+            id = SignalID(stableName: name)
+        case (_?, _?):
+            throw ToolError.usage("give a signal's id or --stable-name, not both")
         }
-        guard let id = SignalID(signal) else { throw ToolError.usage("\"\(signal)\" is not a UUID") }
         let versions = try center.versions(of: id)
         let detail = Detail(
-            signal: try center.signals().first { $0.id == id },
+            signal: try center.signals().first { $0.id == id }.map(Record.init),
             versions: versions.map { Version(version: $0.version, posted: iso($0.posted), terminates: $0.terminatesConsumersAfterDelivery,
                                              payload: JSONValue.parse($0.payload),
                                              traceContext: $0.traceContext.isEmpty ? nil : $0.traceContext.fields) },
@@ -68,6 +105,7 @@ struct Signals: ParsableCommand {
                               consumer.coalescing.rawValue, consumer.scope.rawValue, "\(consumer.lastDelivered)",
                               pending.isEmpty ? "-" : pending.map(String.init).joined(separator: ","))
         }
-        emit("signal \(id): latest version \(detail.signal?.latestVersion ?? 0)\n\n\(versionTable.text)\n\n\(consumerTable.text)")
+        let name = detail.signal?.name.map { " (\($0))" } ?? ""
+        emit("signal \(id)\(name): latest version \(detail.signal?.latestVersion ?? 0)\n\n\(versionTable.text)\n\n\(consumerTable.text)")
     }
 }

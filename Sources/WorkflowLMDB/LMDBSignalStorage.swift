@@ -147,6 +147,35 @@ final class LMDBSignalStorage: SignalStorage {
         }
     }
 
+    /// Not synced: a name is for operators, and one a crash loses is kept again by the next post
+    /// or wait that gives it.
+    func nameSignals(_ names: [UUID: String]) throws(StorageFailure) {
+        guard !names.isEmpty else { return }
+        let layout = self.layout
+        try call {
+            try environment.write(durability: Self.lmdb(.processCrashSafe)) { txn in
+                for (signal, name) in names
+                where try txn.contains(signal.bytes, in: layout.records) && !txn.contains(signal.bytes, in: layout.names) {
+                    try txn.put(Array(name.utf8), forKey: signal.bytes, in: layout.names)
+                }
+            }
+        }
+    }
+
+    func signalNames() throws(StorageFailure) -> [UUID: String] {
+        let layout = self.layout
+        return try call {
+            try environment.read { txn in
+                var names: [UUID: String] = [:]
+                try txn.forEach(in: layout.names) { key, value in
+                    if key.count == 16 { names[UUID(bytes: key)] = String(decoding: value, as: UTF8.self) }
+                    return true
+                }
+                return names
+            }
+        }
+    }
+
     func signals() throws(StorageFailure) -> [SignalSummary] {
         let layout = self.layout
         return try call {
@@ -254,6 +283,7 @@ final class LMDBSignalStorage: SignalStorage {
         try txn.delete(consumer.signal.bytes + consumer.id.bytes, in: layout.bySignal)
         if try consumerIDs(of: consumer.signal, layout: layout, txn).isEmpty {
             try txn.delete(consumer.signal.bytes, in: layout.records)
+            try txn.delete(consumer.signal.bytes, in: layout.names)
             try deleteVersions(of: consumer.signal, through: .max, layout: layout, txn)
         }
     }

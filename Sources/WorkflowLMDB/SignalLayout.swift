@@ -14,6 +14,8 @@ struct SignalLayout: Sendable {
     let bySignal: Database<[UInt8], [UInt8]>
     /// Idempotency key → signal id + version of the post that used it.
     let idempotency: Database<String, [UInt8]>
+    /// Signal id → the stable name it was made from (UTF-8; format 10).
+    let names: Database<[UInt8], [UInt8]>
 
     init(environment: Environment) throws(LMDBError) {
         records = try environment.database(named: "signal.records")
@@ -21,6 +23,7 @@ struct SignalLayout: Sendable {
         consumers = try environment.database(named: "signal.consumers")
         bySignal = try environment.database(named: "signal.bySignal")
         idempotency = try environment.database(named: "signal.idempotency")
+        names = try environment.database(named: "signal.names")
     }
 
     static func versionKey(_ signal: UUID, _ version: UInt64) -> [UInt8] {

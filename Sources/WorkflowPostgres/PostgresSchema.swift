@@ -1367,6 +1367,13 @@ enum PostgresSchema {
             )
             """,
             "CREATE INDEX wf_control_pending ON %SCHEMA%.wf_control (instance_id, number) WHERE outcome IS NULL",
+            // The stable names signals were made from (`SignalID(stableName:)`), for operators.
+            """
+            CREATE TABLE %SCHEMA%.sig_name (
+                signal_id uuid PRIMARY KEY REFERENCES %SCHEMA%.sig_signal (signal_id) ON DELETE CASCADE,
+                name      text NOT NULL
+            )
+            """,
         ],
     ]
 

@@ -152,6 +152,35 @@ final class PostgresSignalStorage: SignalStorage {
         }
     }
 
+    func nameSignals(_ names: [UUID: String]) throws(StorageFailure) {
+        guard !names.isEmpty else { return }
+        var ids = PostgresArrayParameter.uuid(), texts = PostgresArrayParameter.text()
+        for (signal, name) in names.sorted(by: { $0.key.uuidString < $1.key.uuidString }) {
+            ids.append(signal)
+            texts.append(name)
+        }
+        try storage.write("name signals") { connection in
+            _ = try self.storage.rows(
+                """
+                INSERT INTO \(unescaped: self.schema).sig_name (signal_id, name)
+                SELECT n.id, n.name FROM unnest(\(ids), \(texts)) AS n (id, name)
+                 WHERE EXISTS (SELECT 1 FROM \(unescaped: self.schema).sig_signal s WHERE s.signal_id = n.id)
+                ON CONFLICT (signal_id) DO NOTHING
+                """, on: connection)
+        }
+    }
+
+    func signalNames() throws(StorageFailure) -> [UUID: String] {
+        try storage.run("read signal names") { connection -> [UUID: String] in
+            var names: [UUID: String] = [:]
+            for row in try self.storage.rows("SELECT signal_id, name FROM \(unescaped: self.schema).sig_name", on: connection) {
+                let (id, name) = try row.decode((UUID, String).self)
+                names[id] = name
+            }
+            return names
+        }
+    }
+
     func signals() throws(StorageFailure) -> [SignalSummary] {
         try storage.run("list signals") { connection -> [SignalSummary] in
             try self.storage.rows(

@@ -68,7 +68,7 @@ public final class WorkflowService: Service, Sendable {
     private struct Registration: Sendable {
         let typeName: String
         let configuration: DurableConfiguration
-        let resumeAll: @Sendable (WorkflowService) throws -> (resumed: Int, failed: Int)
+        let resumeAll: @Sendable (WorkflowService) throws -> ResumeCounts
         /// Adopts the type's instances that no live host holds; how many it adopted.
         let adoptWaiting: @Sendable (WorkflowService) throws -> Int
     }
@@ -159,18 +159,23 @@ public final class WorkflowService: Service, Sendable {
         if logged.logger.handler is SwiftLogNoOpLogHandler { logged.logger = logger }
         let configuration = logged
         let registration = Registration(typeName: W.workflowName, configuration: configuration) { service in
-            let results = try service.store.resumeAll(W.self, configuration: configuration)
-            var failed = 0
-            for result in results {
+            var counts = ResumeCounts()
+            for result in try service.store.resumeAll(W.self, configuration: configuration) {
                 switch result.outcome {
                 case .success(let host):
                     service.adopt(host, id: result.id)
+                    counts.resumed += 1
+                case .failure(let error) where error.kind == .instanceInUse:
+                    // Another live host runs it (on PostgreSQL, another machine's): nothing failed.
+                    counts.heldElsewhere += 1
+                case .failure(let error) where error.kind == .unsupportedCodeVersion:
+                    counts.otherVersions += 1
                 case .failure:
                     // resumeAll logged it, with its error.
-                    failed += 1
+                    counts.failed += 1
                 }
             }
-            return (results.count - failed, failed)
+            return counts
         } adoptWaiting: { service in
             let waiting = try service.store.instancesAwaitingHost(workflowType: W.workflowName, supporting: configuration.supportedCodeVersions)
                 .filter { service.host(id: $0, as: W.self) == nil }
@@ -338,7 +343,7 @@ public final class WorkflowService: Service, Sendable {
         }
         let started = ContinuousClock.now
         for registration in registrations {
-            let counts: (resumed: Int, failed: Int)
+            let counts: ResumeCounts
             do {
                 counts = try registration.resumeAll(self)
             } catch {
@@ -346,10 +351,13 @@ public final class WorkflowService: Service, Sendable {
                 await shutDown()
                 throw error
             }
-            logger.info("resumed instances", metadata: [
+            var metadata: Logger.Metadata = [
                 "workflow": "\(registration.typeName)", "resumed": "\(counts.resumed)", "failed": "\(counts.failed)",
                 "duration": "\(ContinuousClock.now - started)",
-            ])
+            ]
+            if counts.heldElsewhere > 0 { metadata["held_elsewhere"] = "\(counts.heldElsewhere)" }
+            if counts.otherVersions > 0 { metadata["other_code_versions"] = "\(counts.otherVersions)" }
+            logger.info("resumed instances", metadata: metadata)
         }
         enter(.running)
         logger.info("workflow service running", metadata: ["store": "\(store.path)"])
@@ -470,6 +478,18 @@ public final class WorkflowService: Service, Sendable {
         }
         return host
     }
+}
+
+/// What a service's resume of one type's running instances made of them.
+struct ResumeCounts: Sendable {
+    /// Resumed, and run by the service.
+    var resumed = 0
+    /// Marked failed: their logs cannot be replayed (each logged with its error).
+    var failed = 0
+    /// Run by another live host (on PostgreSQL, of another machine): left to it.
+    var heldElsewhere = 0
+    /// Started under code versions this build does not run: left to a build that runs them.
+    var otherVersions = 0
 }
 
 /// What the service cannot do in its present state.

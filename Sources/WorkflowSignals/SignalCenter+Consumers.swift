@@ -23,6 +23,7 @@ extension SignalCenter {
             processID: process.pid, processStartTime: process.startTime, behaviour: behaviour,
             coalescing: coalescing, scope: scope, lastDelivered: 0, created: now)
         try storage { () throws(StorageFailure) in _ = try signalStorage.register(consumer, at: now) }
+        keepNames(of: [signal])
         return id
     }
 

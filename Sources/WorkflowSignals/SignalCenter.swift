@@ -33,6 +33,8 @@ public final class SignalCenter: Sendable {
     /// Whether ``stop()`` was called, and the number of this center's handler in its store's
     /// ``WorkflowStore/close()`` (`nil` before it is registered, or once the center stopped).
     private let run = Lock<(stopped: Bool, closingHandler: UInt64?)>((false, nil))
+    /// The signals whose stable names this center has kept in the store lately (see ``keepNames(of:)``).
+    private let named = Lock(NamesKept())
 
     private init(store: WorkflowStore, processIdentity: String, runID: String, configuration: SignalConfiguration) throws(SignalError) {
         self.store = store
@@ -97,6 +99,21 @@ public final class SignalCenter: Sendable {
 
     // MARK: Posting
 
+    /// Keeps in the store the stable names of `signals` that have one, once their records exist
+    /// (after the post or registration that gave them). A name is for operators: one that cannot
+    /// be kept is logged, and the post or registration stands.
+    func keepNames(of signals: [SignalID]) {
+        let now = ContinuousClock.now
+        let names = named.withLock { named in named.unkept(signals, at: now) }
+        guard !names.isEmpty else { return }
+        do {
+            try signalStorage.nameSignals(names)
+            named.withLock { $0.kept(names.keys) }
+        } catch {
+            configuration.logger.warning("the stable names of signals could not be kept", metadata: ["error": "\(error)"])
+        }
+    }
+
     /// Appends a new version of `signal` and returns its number (rule S1). With an
     /// `idempotencyKey` already used, nothing is posted and the earlier version is returned.
     @discardableResult
@@ -142,6 +159,7 @@ public final class SignalCenter: Sendable {
             if versions.count == 1 { span.attributes["workflow.signal.version"] = Int(versions[0]) }
             span.end()
         }
+        keepNames(of: posts.map(\.signal))
         dispatcher.didPost()
         return versions
     }
@@ -179,5 +197,30 @@ public struct SignalPost: Sendable {
         self.terminatesConsumersAfterDelivery = terminatesConsumersAfterDelivery
         self.idempotencyKey = idempotencyKey
         self.traceContext = traceContext
+    }
+}
+
+/// The signals whose stable names a center kept in the store lately: a post or wait of one of
+/// them writes nothing more. Forgotten every minute (a signal's record, and its name with it,
+/// goes with its last consumer, and a later post makes both again) and when it grows large.
+struct NamesKept {
+    private var signals: Set<UUID> = []
+    private var since = ContinuousClock.now
+
+    /// The names of `ids` not kept lately, by signal.
+    mutating func unkept(_ ids: [SignalID], at now: ContinuousClock.Instant) -> [UUID: String] {
+        if now - since > .seconds(60) || signals.count > 10_000 {
+            signals.removeAll()
+            since = now
+        }
+        var names: [UUID: String] = [:]
+        for id in ids {
+            if let name = id.stableName, !signals.contains(id.uuid) { names[id.uuid] = name }
+        }
+        return names
+    }
+
+    mutating func kept(_ ids: some Sequence<UUID>) {
+        signals.formUnion(ids)
     }
 }

@@ -1,3 +1,4 @@
+import Logging
 import Tracing
 import WorkflowStorage
 
@@ -34,6 +35,9 @@ public struct SignalConfiguration: Sendable {
     /// this tracer, else the one bootstrapped in `InstrumentationSystem` (none: no spans, and
     /// versions carry no context).
     public var tracer: (any Tracer)?
+    /// Where the center logs what it cannot do but goes on without (a stable name it could not
+    /// keep for operators). Default: nothing is logged.
+    public var logger = Logger(label: "workflow.signals", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// Defaults: keep the latest version, check every 20 ms, retry after 50 ms, strict commits,
     /// watch for 250 µs after a delivery, deliver on the dispatcher thread only, the bootstrapped tracer.

@@ -243,12 +243,14 @@ final class SignalDispatcher: @unchecked Sendable {
             if let retry = attached.retryAfter, retry > .now { return handedOver }
             guard let next = try? signals.nextDelivery(for: consumerID.uuid) else { return handedOver }
             let delivery = SignalDelivery(next.version, consumer: consumerID)
-            center.store.recordSignalHandedOver(posted: delivery.posted)
             let mark = DeliveryMarkRecord(consumer: consumerID.uuid, version: delivery.version,
                                           terminates: delivery.terminatesConsumersAfterDelivery, keepLatest: keepLatest)
             if case .workflow(let handler) = attached.handler {
+                // Handed over already, awaiting its commit: a pass meanwhile neither hands it
+                // over again nor times it again.
                 guard attached.inFlight < delivery.version else { return handedOver }
                 state.withLock { $0.attached[consumerID]?.inFlight = delivery.version }
+                center.store.recordSignalHandedOver(posted: delivery.posted)
                 // The span ends when the action the delivery becomes commits with the mark.
                 let span = tracing?.startDelivery(delivery)
                 handler(delivery, DeliveryMark(consumer: consumerID, record: mark, signals: signals, dispatcher: self, span: span))
@@ -265,6 +267,7 @@ final class SignalDispatcher: @unchecked Sendable {
                     try handOver(delivery, with: mark, to: attached.handler, durability: durability)
                 }
                 span?.end()
+                center.store.recordSignalHandedOver(posted: delivery.posted)
                 handedOver += 1
                 state.withLock { $0.attached[consumerID]?.retryAfter = nil }
             } catch {

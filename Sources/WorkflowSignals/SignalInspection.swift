@@ -54,6 +54,8 @@ public struct ConsumerInfo: Sendable, Hashable, Codable {
 public struct SignalInfo: Sendable, Hashable, Codable {
     /// Its id.
     public let id: SignalID
+    /// The stable name it was made from, when a post or a wait gave it (``SignalID/init(stableName:)``).
+    public let name: String?
     /// Its latest version.
     public let latestVersion: UInt64
     /// The versions still retained.
@@ -65,8 +67,9 @@ public struct SignalInfo: Sendable, Hashable, Codable {
     /// When it was last posted.
     public let updated: WallTime
 
-    init(_ summary: SignalSummary) {
+    init(_ summary: SignalSummary, name: String?) {
         id = SignalID(summary.id)
+        self.name = name
         latestVersion = summary.latestVersion
         retainedVersions = summary.retainedVersions
         consumers = summary.consumers
@@ -88,7 +91,8 @@ extension SignalCenter {
 
     /// Every signal record with its retained versions and consumer count.
     public func signals() throws -> [SignalInfo] {
-        try storage { () throws(StorageFailure) in try signalStorage.signals() }.map(SignalInfo.init)
+        let (summaries, names) = try storage { () throws(StorageFailure) in (try signalStorage.signals(), try signalStorage.signalNames()) }
+        return summaries.map { SignalInfo($0, name: names[$0.id]) }
     }
 
     /// The retained versions of `signal`, oldest first.

@@ -7,6 +7,11 @@ import WorkflowStorage
 public struct SignalID: Hashable, Sendable, Codable, CustomStringConvertible {
     /// The UUID.
     public let uuid: UUID
+    /// The name the id was derived from (``init(stableName:)``), when this value was made from
+    /// one: posts and waits with it keep the name in the store for operators (`wfctl signals`).
+    /// Not part of the id: equality, hashing and the encoded form are the UUID's alone.
+    public private(set) var stableName: String?
+
     /// A new, random signal id.
     public init() { uuid = UUID() }
     /// The signal named `uuid`.
@@ -18,8 +23,17 @@ public struct SignalID: Hashable, Sendable, Codable, CustomStringConvertible {
     }
     /// A stable id derived from `name` (the same name always names the same signal), for
     /// signals two programs agree on without exchanging an id.
-    public init(stableName name: String) { uuid = ConsumerID(stableName: "signal:" + name).uuid }
+    public init(stableName name: String) {
+        uuid = ConsumerID(stableName: "signal:" + name).uuid
+        stableName = name
+    }
     public var description: String { uuid.uuidString }
+
+    private enum CodingKeys: String, CodingKey { case uuid }
+
+    public static func == (lhs: SignalID, rhs: SignalID) -> Bool { lhs.uuid == rhs.uuid }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(uuid) }
 }
 
 /// A consumer's id.
@@ -68,6 +82,17 @@ public struct SignalDelivery: Sendable, Hashable {
     /// The poster's trace context (empty when the poster had no tracer and was given none): the
     /// delivery's span continues its trace, and a handler may extract it with its own tracer.
     public let traceContext: TraceContext
+
+    /// A delivery of `payload` as version `version` of `signal` (a render test's: nothing posted it).
+    package init(signal: SignalID, version: UInt64, payload: [UInt8], posted: WallTime) {
+        self.signal = signal
+        consumer = nil
+        self.version = version
+        self.payload = payload
+        terminatesConsumersAfterDelivery = false
+        self.posted = posted
+        traceContext = TraceContext()
+    }
 
     init(_ record: SignalVersionRecord, consumer: ConsumerID?) {
         signal = SignalID(record.signal)

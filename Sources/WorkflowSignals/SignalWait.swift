@@ -40,10 +40,22 @@ public struct DeliveryMark: CommitAttachment {
 }
 
 /// What a signal wait emits: the delivery, carrying its mark to the journal.
-struct SignalWaitOutput: JournalAttachable {
+package struct SignalWaitOutput: JournalAttachable {
     let delivery: SignalDelivery
-    let mark: DeliveryMark
-    var journalAttachment: any Sendable { mark }
+    /// `nil` for a render test's delivery, which nothing commits.
+    let mark: DeliveryMark?
+    package var journalAttachment: any Sendable { mark.map { $0 as any Sendable } ?? () }
+
+    init(delivery: SignalDelivery, mark: DeliveryMark) {
+        self.delivery = delivery
+        self.mark = mark
+    }
+
+    /// A delivery of `delivery` as a render test hands it over (`RenderTester.expectSignal`).
+    package init(testing delivery: SignalDelivery) {
+        self.delivery = delivery
+        self.mark = nil
+    }
 }
 
 /// The worker behind ``RenderContext/awaitSignal(_:key:behaviour:coalescing:action:)``.
@@ -53,9 +65,12 @@ struct SignalWaitOutput: JournalAttachable {
 /// from pruning nor receives more. When the host stops, a durable wait's consumer stays for the
 /// resumed host (an in-memory wait's goes, like its state). A crash between the commit that ends
 /// a wait and this removal leaves the consumer behind (`wfctl signals` lists it).
-struct SignalWaitWorker: EndObservingWorker, DescribedWorker {
+package struct SignalWaitWorker: EndObservingWorker, DescribedWorker {
+    /// The worker key of a wait for `signal` declared under `key`.
+    package static func workerKey(_ signal: SignalID, key: String) -> String { "signal:\(signal):\(key)" }
+
     let center: SignalCenter
-    let signal: SignalID
+    package let signal: SignalID
     let behaviour: DeliveryBehaviour
     let coalescing: Coalescing
     /// The consumer `run()` registered (shared by the copies of this worker value).
@@ -65,7 +80,7 @@ struct SignalWaitWorker: EndObservingWorker, DescribedWorker {
         let consumer = Lock<(id: ConsumerID, durable: Bool)?>(nil)
     }
 
-    func run() -> AsyncStream<SignalWaitOutput> {
+    package func run() -> AsyncStream<SignalWaitOutput> {
         let center = self.center, signal = self.signal, behaviour = self.behaviour, coalescing = self.coalescing
         // In a durable host the worker's idempotency key is stable across restarts, and so is the
         // consumer derived from it: its saved position survives a crash.
@@ -90,15 +105,15 @@ struct SignalWaitWorker: EndObservingWorker, DescribedWorker {
         }
     }
 
-    func didEnd(idempotencyKey: String?, becauseHostStopped: Bool) {
+    package func didEnd(idempotencyKey: String?, becauseHostStopped: Bool) {
         guard let (consumer, durable) = registered.consumer.withLock({ $0 }) else { return }
         if durable && becauseHostStopped { return }
         try? center.removeConsumer(consumer)  // already gone after a `once` delivery: nothing to do
     }
 
-    var wait: WorkerWait { .signal("\(signal)") }
+    package var wait: WorkerWait { .signal("\(signal)") }
 
-    func isEquivalent(to other: SignalWaitWorker) -> Bool {
+    package func isEquivalent(to other: SignalWaitWorker) -> Bool {
         signal == other.signal && behaviour == other.behaviour && coalescing == other.coalescing && center === other.center
     }
 }
@@ -118,6 +133,6 @@ extension RenderContext {
             return
         }
         run(SignalWaitWorker(center: center, signal: signal, behaviour: behaviour, coalescing: coalescing),
-            key: "signal:\(signal):\(key)", origin: .signal) { output in action(output.delivery) }
+            key: SignalWaitWorker.workerKey(signal, key: key), origin: .signal) { output in action(output.delivery) }
     }
 }

@@ -33,7 +33,7 @@ struct TaskRetryTests {
         #expect(host.rendering.state.receipt == "receipt-3")
         #expect(gateway.calls.map(\.number) == [1, 2, 3])
         let keys = Set(gateway.calls.map(\.idempotencyKey))
-        #expect(keys.count == 1 && (keys.first??.hasPrefix("p/")) == true, "\(keys)")
+        #expect(keys.count == 1 && (keys.first??.hasPrefix("p~")) == true, "\(keys)")
         let entries = try store.entries(of: "p")
         #expect(entries.map(\.origin) == [.props, .worker, .worker, .worker])
         #expect(Set(entries.dropFirst().map(\.actionTag)) == [TaskWorkflow<String>.Event.tag])

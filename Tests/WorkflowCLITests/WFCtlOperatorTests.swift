@@ -42,12 +42,13 @@ struct WFCtlOperatorTests {
         #expect(signal["signal"] as? String == "\(confirmation)")
         let timer = try #require(waits.first { $0["kind"] as? String == "timer" })
         #expect(timer["key"] as? String == "hold" && (timer["due"] as? String)?.isEmpty == false)
-        #expect((timer["idempotencyKey"] as? String)?.hasPrefix("waiting/") == true)
+        #expect((timer["idempotencyKey"] as? String)?.hasPrefix("waiting~") == true)
 
         let uploading = try wfctl(["describe", dir.path, "uploading"])
         #expect(uploading.code == 0)
         #expect(uploading.lines.contains { $0.contains("status") && $0.contains("running") })
-        #expect(uploading.lines.contains { $0.contains("worker") && $0.contains("uploading/UploadJob/FileUpload[a.txt]#") }, "\(uploading.lines)")
+        #expect(uploading.lines.contains { $0.contains("worker") && $0.contains("uploading~") && $0.contains("/UploadJob/FileUpload[a.txt]#") },
+                "\(uploading.lines)")
         #expect(uploading.lines.contains { $0.contains("timer") && $0.contains("hold") && $0.contains("due ") })
 
         let plain = try wfctl(["describe", dir.path, "plain"])
@@ -166,6 +167,41 @@ struct WFCtlOperatorTests {
         let center = try SignalCenter.open(path: dir.path, processIdentity: "reader")
         defer { try? center.stop() }
         #expect(try center.signals().first { $0.id == signal }?.latestVersion == 2)
+    }
+
+    @Test("stable names: wfctl signals shows the name a wait or a post gave; signal post --stable-name reaches the signal's consumer")
+    func signalStableNames() async throws {
+        let dir = TemporaryDirectory("cli-signal-names")
+        let waited = SignalID(stableName: "shipment:order-7"), anonymous = SignalID()
+        let center = try SignalCenter.open(path: dir.path, processIdentity: "consumer")
+        defer { try? center.stop() }
+        let consumer = try center.register(waited, owner: "order-7")
+        _ = try center.register(anonymous, owner: "order-8")
+        let delivered = Lock<[String]>([])
+        center.attach(consumer, handler: .atLeastOnce { delivery in
+            delivered.withLock { $0.append(String(decoding: delivery.payload, as: UTF8.self)) }
+        })
+
+        let list = try wfctl(["signals", dir.path])
+        #expect(list.code == 0 && list.lines.first?.contains("NAME") == true, "\(list.lines)")
+        #expect(list.lines.contains { $0.hasPrefix(waited.description) && $0.contains("shipment:order-7") }, "\(list.lines)")
+        #expect(list.lines.contains { $0.hasPrefix(anonymous.description) && $0.contains(" - ") }, "\(list.lines)")
+
+        // Kept consumers: a terminating version would remove the consumer, and the record and its name with it.
+        let posted = try wfctl(["signal", "post", dir.path, "--stable-name", "shipment:order-7", #"{"carrier":"DHL"}"#, "--keep-consumers"])
+        #expect(posted.lines == ["posted version 1 of \(waited) (shipment:order-7)"], "\(posted.lines)")
+        let deadline = ContinuousClock.now + .seconds(10)
+        while delivered.withLock({ $0.isEmpty }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(delivered.withLock { $0 } == [#"{"carrier":"DHL"}"#])
+
+        let records = try JSONSerialization.jsonObject(with: Data(try wfctl(["signals", dir.path, "--json"]).lines.joined().utf8)) as? [[String: Any]]
+        let named = records?.first { $0["id"] as? String == waited.description }
+        #expect(named?["name"] as? String == "shipment:order-7" && named?["latestVersion"] as? Int == 1, "\(String(describing: records))")
+        #expect(records?.first { $0["id"] as? String == anonymous.description }?["name"] == nil)
+        let detail = try wfctl(["signals", dir.path, "--stable-name", "shipment:order-7"])
+        #expect(detail.lines.first == "signal \(waited) (shipment:order-7): latest version 1", "\(detail.lines)")
+        #expect(try wfctl(["signals", dir.path, waited.description, "--stable-name", "shipment:order-7"]).code == 2)
+        #expect(try wfctl(["signal", "post", dir.path, "--stable-name", "x", "1", "2"]).code == 2)
     }
 
     @Test("signal post --trace-context: the versions carry the given trace context, and a consumer's delivery span joins that trace")

@@ -90,6 +90,21 @@ struct LifecycleContractTests {
         #expect(try store.instance(id: "f")?.status == .completed)
     }
 
+    @Test("once completion returns, the host has let go of the instance: resuming it at once never finds it held",
+          arguments: BackendKind.allCases)
+    func completionReleasesTheInstance(kind: BackendKind) async throws {
+        let fresh = try kind.make(), store = fresh.store
+        // The race this guards: completion settled before the stopping host released its claim.
+        for round in 0..<40 {
+            let id = "r\(round)"
+            let host = try store.start(Checkout(total: 1), id: id, with: Checkout.Open(items: 1), configuration: checkout(.grouped))
+            host.rendering.pay.send(.init(amount: 1))
+            #expect(try await host.completion == .receipt(.init(items: 1, paid: 1)))
+            let again = try store.resume(id: id, as: Checkout.self, configuration: checkout(.grouped))
+            #expect(try await again.completion == .receipt(.init(items: 1, paid: 1)))
+        }
+    }
+
     @Test("a host stopped before its workflow finishes fails completion; the instance goes on when resumed", arguments: BackendKind.allCases)
     func stoppedBeforeFinishing(kind: BackendKind) async throws {
         let fresh = try kind.make(), store = fresh.store

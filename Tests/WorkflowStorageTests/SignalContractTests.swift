@@ -69,6 +69,25 @@ struct SignalContractTests {
         #expect(try signals.versions(of: signal)?.map(\.version) == [1, 2])
     }
 
+    @Test("a signal's stable name is kept once its record exists, is not replaced, and goes with the record", arguments: BackendKind.allCases)
+    func stableNames(kind: BackendKind) throws {
+        let fresh = try kind.make(), signals = try fresh.backend.signalStorage()
+        let waited = UUID(), posted = UUID(), unknown = UUID()
+        let consumer = Self.consumer(waited)
+        _ = try signals.register(consumer, at: 1)
+        _ = try signals.post([Self.post(posted, "p")], keepLatest: 1, at: 2, durability: nil)
+        try signals.nameSignals([waited: "shipment:order-7", posted: "settlement:pay-3", unknown: "never:made"])
+        #expect(try signals.signalNames() == [waited: "shipment:order-7", posted: "settlement:pay-3"])
+        try signals.nameSignals([waited: "another name"])
+        #expect(try signals.signalNames()[waited] == "shipment:order-7")
+        // The last consumer's removal takes the record, and its name with it.
+        #expect(try signals.removeConsumer(consumer.id))
+        #expect(try signals.signalNames() == [posted: "settlement:pay-3"])
+        _ = try signals.register(Self.consumer(waited), at: 3)
+        try signals.nameSignals([waited: "shipment:order-7 again"])
+        #expect(try signals.signalNames()[waited] == "shipment:order-7 again")
+    }
+
     @Test("registering creates the signal's record; a second registration of an id changes nothing", arguments: BackendKind.allCases)
     func registration(kind: BackendKind) throws {
         let fresh = try kind.make(), signals = try fresh.backend.signalStorage()

@@ -58,7 +58,16 @@ public struct TaskWorkflow<Value: Codable & Sendable>: Workflow, Sendable {
     /// attempt again, once, under the same idempotency key).
     public enum Event: DurableAction {
         public typealias WorkflowType = TaskWorkflow
-        public static var tag: String { "workflow.task<\(String(reflecting: Value.self))>" }
+        /// `workflow.task<NAME>` for a ``NamedTaskValue`` (a name that lasts), else
+        /// `workflow.task<` and the value type's module-qualified name `>`.
+        public static var tag: String {
+            if let named = Value.self as? any NamedTaskValue.Type { return "workflow.task<\(named.taskName)>" }
+            return qualifiedTag
+        }
+
+        /// The tag under the value type's module-qualified name (how every task was logged before
+        /// ``NamedTaskValue``): still read when the value type names itself.
+        static var qualifiedTag: String { "workflow.task<\(String(reflecting: Value.self))>" }
 
         case attemptFailed(TaskFailure, retryAt: WallTime)
         case succeeded(Value, attempt: Int)
@@ -99,10 +108,29 @@ extension TaskWorkflow.Event: TaskEventAction {
     static var registration: String { "registerTask(\(String(reflecting: Value.self)).self)" }
 }
 
+/// A task value type whose tasks' events are logged under a name that lasts,
+/// `workflow.task<taskName>`, instead of under its module-qualified type name (which a renamed
+/// module or type would orphan). Entries logged before the type named itself still read:
+/// ``ActionRegistry/registerTask(_:)`` registers the old tag too.
+///
+/// ```swift
+/// struct BankReply: Codable, Sendable, NamedTaskValue {
+///     static let taskName = "payments.bank-reply"
+///     var authorization: String
+/// }
+/// ```
+public protocol NamedTaskValue: Codable, Sendable {
+    /// The name the value type's tasks' events are logged under, for good.
+    static var taskName: String { get }
+}
+
 extension ActionRegistry {
     /// Registers the actions of tasks whose operation returns `Value` (every task of a durable
-    /// workflow must be registered this way, once per value type).
+    /// workflow must be registered this way, once per value type). For a ``NamedTaskValue``, the
+    /// events logged under the module-qualified name before it named itself read too.
     public mutating func registerTask<Value: Codable & Sendable>(_ value: Value.Type) {
-        register(TaskWorkflow<Value>.Event.self)
+        typealias Event = TaskWorkflow<Value>.Event
+        register(Event.self)
+        if Event.tag != Event.qualifiedTag { register(Event.self, formerTag: Event.qualifiedTag) }
     }
 }

@@ -33,8 +33,10 @@ final class RuntimeContext: RuntimeTree {
     @exclusivity(unchecked) var currentTime = WallTime(nanosecondsSinceEpoch: 0)
     /// The log sequence of the entry whose render pass is running (durable hosts).
     @exclusivity(unchecked) var currentSequence: UInt64 = 0
-    /// The durable instance's id, for worker idempotency keys.
-    @exclusivity(unchecked) var instanceID: String?
+    /// What a durable instance's worker idempotency keys begin with (its id, and its incarnation).
+    @exclusivity(unchecked) var idempotencyPrefix: String?
+    /// How the tree's node paths name workflow types.
+    var pathNaming = NodePath.Naming.readable
     /// Replay applies logged entries: nothing is recorded, no output is kept.
     @exclusivity(unchecked) var isReplaying = false
     /// The sequence of the entry replay is applying (root outputs are numbered by it).

@@ -317,7 +317,7 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
             end(existing)
         }
         let startSequence = runtime.restorer?.restoredWorkerStart(at: info.path, key: key) ?? runtime.currentSequence
-        let idempotencyKey = runtime.instanceID.map { "\($0)\(info.path)#\(key)@\(startSequence)" }
+        let idempotencyKey = runtime.idempotencyPrefix.map { "\($0)\(info.path)#\(key)@\(startSequence)" }
         let record = WorkerRecord(
             id: runtime.makeID(), key: key, worker: worker, origin: origin, startSequence: startSequence,
             idempotencyKey: idempotencyKey, outputMap: outputMap, node: self)

@@ -62,7 +62,7 @@ extension WorkflowRuntime {
                 context.effects.release(queue: self, observers: context.observers, hostStopped: true)
                 endStreams()
                 journal?.hostDidStop()
-                completion.stop(failure: nil, ending: ending)
+                settleCompletion(failure: nil)
                 runStopHandlers()
             }
             waiter?.resume()

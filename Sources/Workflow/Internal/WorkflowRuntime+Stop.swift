@@ -22,16 +22,23 @@ extension WorkflowRuntime {
         finish = context.isReplaying ? .recorded(through: context.currentSequence) : .reached
     }
 
-    /// The final action is committed and its consequences released: the result goes to
-    /// `completion`, and the host stops after the work already queued.
+    /// The final action is committed and its consequences released: the host stops after the
+    /// work already queued, and its stop hands the result to `completion` (see
+    /// ``settleCompletion(failure:)``).
     func settleFinish() {
         finish = .settled
-        if let finalOutput {
-            completion.finish(finalOutput)
-        } else if let ending {
-            completion.stop(failure: nil, ending: ending)
-        }
         enqueue(.stop(nil))
+    }
+
+    /// Settles `completion` as the host stops, once its journal has let go of the instance: a
+    /// caller that resumes the instance as soon as `completion` returns finds it free. A settled
+    /// finish gives its final output (a failure after the final commit does not undo it).
+    func settleCompletion(failure: (any Error)?) {
+        if case .settled = finish, let finalOutput {
+            completion.finish(finalOutput)
+        } else {
+            completion.stop(failure: failure, ending: ending)
+        }
     }
 
     /// Stops the host after a journal failure: nothing uncommitted leaves the runtime.
@@ -71,7 +78,7 @@ extension WorkflowRuntime {
         for flush in pendingFlushes { flush.resume() }
         pendingFlushes.removeAll()
         endStreams()
-        completion.stop(failure: failure)
+        settleCompletion(failure: failure)
         runStopHandlers()
         setPhase(.idle)
     }

@@ -106,7 +106,8 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         clock: any WorkflowClock = SystemClock(), dependencies: [ObjectIdentifier: any Sendable] = [:],
         bufferOutputs: Bool = true, acknowledgedOutputs: Bool = false, journal: (any RuntimeJournal)? = nil,
         restorer: (any StateRestorer)? = nil, versions: InstanceVersions? = nil, initialSequence: UInt64? = nil,
-        replay: ((any ReplayDriver) throws -> Void)? = nil, inspect: ((any RuntimeTree) -> Void)? = nil
+        pathNaming: NodePath.Naming = .readable, replay: ((any ReplayDriver) throws -> Void)? = nil,
+        inspect: ((any RuntimeTree) -> Void)? = nil
     ) throws {
         (outputs, outputContinuation) = AsyncStream.makeStream(of: Root.Output.self)
         (acknowledgeableOutputs, acknowledgeableContinuation) = AsyncStream.makeStream(of: RootOutput<Root.Output>.self)
@@ -120,7 +121,8 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         context.versions = versions ?? (programmerErrors.traps ? nil : InstanceVersions(
             codeVersion: nil, declared: [:], markers: [:], programmerErrors: programmerErrors))
         versions?.isReplaying = replay != nil
-        context.instanceID = journal?.instanceID
+        context.idempotencyPrefix = journal?.idempotencyPrefix
+        context.pathNaming = journal?.pathNaming ?? pathNaming
         context.recordsActions = journal != nil
         if let journal {
             context.admission = { type in journal.admit(type) }
@@ -132,7 +134,7 @@ where Root.Rendering: Sendable, Root.Output: Sendable {
         self.context = context
         root = WorkflowNode(workflow: workflow, path: NodePath(segments: [
             .init(workflowType: NodePath.typeName(Root.self), key: "")
-        ]), runtime: context)
+        ], naming: context.pathNaming), runtime: context)
         context.attach(queue: self)
         // The first render pass runs here, with this thread as the drainer.
         inbox.withLock { $0.draining = true }

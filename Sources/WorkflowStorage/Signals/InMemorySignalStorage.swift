@@ -33,6 +33,18 @@ final class InMemorySignalStorage: SignalStorage {
         try storage.readingSignals("read a consumer") { $0.consumers[id] }
     }
 
+    func nameSignals(_ names: [UUID: String]) throws(StorageFailure) {
+        try storage.changingSignals("name signals") { contents in
+            for (signal, name) in names where contents.records[signal] != nil && contents.names[signal] == nil {
+                contents.names[signal] = name
+            }
+        }
+    }
+
+    func signalNames() throws(StorageFailure) -> [UUID: String] {
+        try storage.readingSignals("read signal names") { $0.names }
+    }
+
     func consumers() throws(StorageFailure) -> [ConsumerRecord] {
         try storage.readingSignals("list consumers") { $0.consumers.values.sorted { $0.id.uuidString < $1.id.uuidString } }
     }

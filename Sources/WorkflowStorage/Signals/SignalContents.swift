@@ -18,6 +18,8 @@ struct SignalContents {
     /// Application tables by handle, and their names.
     var tables: [UInt64: [[UInt8]: [UInt8]]] = [:]
     var tableNames: [String: UInt64] = [:]
+    /// The stable names signals were made from.
+    var names: [UUID: String] = [:]
 
     mutating func post(_ post: SignalPostRecord, keepLatest: Int, at time: Int64) -> UInt64 {
         if let key = post.idempotencyKey, let earlier = idempotency[key] { return earlier.version }
@@ -50,6 +52,7 @@ struct SignalContents {
         if consumers(of: consumer.signal).isEmpty {
             records[consumer.signal] = nil
             versions[consumer.signal] = nil
+            names[consumer.signal] = nil
         }
         return true
     }

@@ -38,6 +38,13 @@ public protocol SignalStorage: AnyObject, Sendable {
     func consumer(_ id: UUID) throws(StorageFailure) -> ConsumerRecord?
     /// Every consumer, in id order.
     func consumers() throws(StorageFailure) -> [ConsumerRecord]
+
+    /// Keeps the stable names signals were made from (`SignalID(stableName:)`), for operators'
+    /// tools: only for signals that have a record (a name goes with its record); a signal
+    /// already named keeps its name. Need not be synced.
+    func nameSignals(_ names: [UUID: String]) throws(StorageFailure)
+    /// The stable names kept, by signal.
+    func signalNames() throws(StorageFailure) -> [UUID: String]
     /// Every signal record, in id order.
     func signals() throws(StorageFailure) -> [SignalSummary]
     /// The retained versions of `signal`, oldest first; `nil` when it has no record.
@@ -62,4 +69,11 @@ public protocol SignalStorage: AnyObject, Sendable {
 
     /// A new subscription to the store's changes, for one dispatcher.
     func changeFeed() -> any ChangeFeed
+}
+
+extension SignalStorage {
+    /// A backend of a user's own that keeps no names shows none.
+    public func nameSignals(_ names: [UUID: String]) throws(StorageFailure) {}
+
+    public func signalNames() throws(StorageFailure) -> [UUID: String] { [:] }
 }

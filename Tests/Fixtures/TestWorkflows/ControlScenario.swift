@@ -112,7 +112,8 @@ public struct ControlScenario {
             if let error = record.error { outcome.problems.append("\(id): \(record.verb.rawValue) failed: \(error)") }
             if let answer = record.answer { outcome.answers["\(record.verb.rawValue) \(answer.outcome.rawValue)", default: 0] += 1 }
             if let unpause = record.unpause { outcome.answers["unpause \(unpause.outcome.rawValue)", default: 0] += 1 }
-            outcome.problems += try check(id, record, in: store, calls: calls.filter { $0.key.hasPrefix("\(id)/") }, outcome: &outcome)
+            // Its calls' keys begin with its id and incarnation.
+            outcome.problems += try check(id, record, in: store, calls: calls.filter { $0.key.hasPrefix("\(id)~") }, outcome: &outcome)
         }
         return outcome
     }
