@@ -17,16 +17,16 @@ enum IndexRecord {
     /// failure is set or cleared.
     static func encodedStatic(_ instance: StoredInstance) -> [UInt8] {
         var bytes: [UInt8] = [instance.failure != nil ? 4 : instance.codeVersion == nil ? 2 : 3]
-        append(instance.key, to: &bytes)
-        append(instance.created, to: &bytes)
-        append(instance.workflowType, to: &bytes)
-        append(instance.codec, to: &bytes)
+        RecordFields.append(instance.key, to: &bytes)
+        RecordFields.append(instance.created, to: &bytes)
+        RecordFields.append(instance.workflowType, to: &bytes)
+        RecordFields.append(instance.codec, to: &bytes)
         if let failure = instance.failure {
             bytes.append((instance.codeVersion == nil ? 0 : 1) | 2)
-            if let codeVersion = instance.codeVersion { append(codeVersion, to: &bytes) }
-            append(failure, to: &bytes)
+            if let codeVersion = instance.codeVersion { RecordFields.append(codeVersion, to: &bytes) }
+            RecordFields.append(failure, to: &bytes)
         } else if let codeVersion = instance.codeVersion {
-            append(codeVersion, to: &bytes)
+            RecordFields.append(codeVersion, to: &bytes)
         }
         return bytes
     }
@@ -100,7 +100,7 @@ enum IndexRecord {
     /// fills them. Version 1 (before codecs were recorded) was always written with JSON; version
     /// 3 adds the code version.
     static func decodeStatic(_ bytes: UnsafeRawBufferPointer, id: String) -> StoredInstance? {
-        var fields = Fields(bytes: bytes)
+        var fields = RecordFields.Reader(bytes: bytes)
         guard let version = fields.next(UInt8.self), (1...4).contains(version),
               let key = fields.next(UInt64.self), let created = fields.next(Int64.self), let type = fields.nextString(),
               let codec = version >= 2 ? fields.nextString() : "json" else { return nil }
@@ -144,7 +144,7 @@ enum IndexRecord {
 
     /// The mutable part decoded from `bytes` (version 1 or 2); `nil` when the bytes are corrupt.
     static func decodeState(_ bytes: UnsafeRawBufferPointer) -> State? {
-        var fields = Fields(bytes: bytes)
+        var fields = RecordFields.Reader(bytes: bytes)
         guard let version = fields.next(UInt8.self), version == 1 || version == 2, let statusCode = fields.next(UInt8.self),
               let status = status(code: statusCode),
               let updated = fields.next(Int64.self), let lastSequence = fields.next(UInt64.self), let lastSnapshot = fields.next(UInt64.self),
@@ -168,34 +168,5 @@ enum IndexRecord {
         copy.claim = state.claim
         if state.status != .failed { copy.failure = nil }
         return (copy, state.journaledFrom)
-    }
-
-    /// Little-endian integers; strings as a 32-bit length and UTF-8.
-    private static func append(_ value: some FixedWidthInteger, to bytes: inout [UInt8]) {
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
-    }
-
-    private static func append(_ text: String, to bytes: inout [UInt8]) {
-        let utf8 = Array(text.utf8)
-        append(UInt32(utf8.count), to: &bytes)
-        bytes.append(contentsOf: utf8)
-    }
-
-    /// Reads the fields ``append`` wrote, one after another; `nil` once the bytes run out.
-    private struct Fields {
-        let bytes: UnsafeRawBufferPointer
-        var offset = 0
-
-        mutating func next<T: FixedWidthInteger>(_ type: T.Type) -> T? {
-            guard bytes.count - offset >= MemoryLayout<T>.size else { return nil }
-            defer { offset += MemoryLayout<T>.size }
-            return T(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: T.self))
-        }
-
-        mutating func nextString() -> String? {
-            guard let count = next(UInt32.self).map(Int.init), bytes.count - offset >= count else { return nil }
-            defer { offset += count }
-            return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)]), as: UTF8.self)
-        }
     }
 }

@@ -100,17 +100,17 @@ enum ControlRecord {
         var bytes: [UInt8] = [1, UInt8(ControlVerb.allCases.firstIndex(of: stored.request.verb)!)]
         let request = stored.request
         bytes.append((request.reason == nil ? 0 : 1) | (request.deadline == nil ? 0 : 2) | (stored.answer == nil ? 0 : 4))
-        if let reason = request.reason { append(reason, to: &bytes) }
-        if let deadline = request.deadline { append(deadline, to: &bytes) }
-        append(request.requestedBy, to: &bytes)
-        append(request.requested, to: &bytes)
+        if let reason = request.reason { RecordFields.append(reason, to: &bytes) }
+        if let deadline = request.deadline { RecordFields.append(deadline, to: &bytes) }
+        RecordFields.append(request.requestedBy, to: &bytes)
+        RecordFields.append(request.requested, to: &bytes)
         if let answer = stored.answer {
             bytes.append(UInt8(ControlAnswerRecord.Outcome.allCases.firstIndex(of: answer.outcome)!))
             bytes.append(answer.sequence == nil ? 0 : 1)
-            if let sequence = answer.sequence { append(sequence, to: &bytes) }
-            append(answer.detail, to: &bytes)
-            append(answer.answeredBy, to: &bytes)
-            append(answer.answered, to: &bytes)
+            if let sequence = answer.sequence { RecordFields.append(sequence, to: &bytes) }
+            RecordFields.append(answer.detail, to: &bytes)
+            RecordFields.append(answer.answeredBy, to: &bytes)
+            RecordFields.append(answer.answered, to: &bytes)
         }
         return bytes
     }
@@ -125,7 +125,7 @@ enum ControlRecord {
             instance = String(decoding: UnsafeRawBufferPointer(rebasing: key[2..<(2 + length)]), as: UTF8.self)
             number = UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 2 + length, as: UInt64.self))
         }
-        var reader = Reader(bytes: value)
+        var reader = RecordFields.Reader(bytes: value)
         guard reader.next(UInt8.self) == 1, let verbIndex = reader.next(UInt8.self).map(Int.init), verbIndex < ControlVerb.allCases.count,
               let flags = reader.next(UInt8.self) else { return nil }
         let reason = flags & 1 != 0 ? reader.nextString() : nil
@@ -148,32 +148,5 @@ enum ControlRecord {
         let request = NewControlRequest(instance: instance, verb: ControlVerb.allCases[verbIndex], reason: reason, deadline: deadline,
                                         requestedBy: requestedBy, requested: requested)
         return StoredControlRequest(instance: instance, number: number, request: request, answer: answer)
-    }
-
-    private static func append(_ value: some FixedWidthInteger, to bytes: inout [UInt8]) {
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
-    }
-
-    private static func append(_ text: String, to bytes: inout [UInt8]) {
-        let utf8 = Array(text.utf8)
-        append(UInt32(utf8.count), to: &bytes)
-        bytes.append(contentsOf: utf8)
-    }
-
-    private struct Reader {
-        let bytes: UnsafeRawBufferPointer
-        var offset = 0
-
-        mutating func next<T: FixedWidthInteger>(_ type: T.Type) -> T? {
-            guard bytes.count - offset >= MemoryLayout<T>.size else { return nil }
-            defer { offset += MemoryLayout<T>.size }
-            return T(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: T.self))
-        }
-
-        mutating func nextString() -> String? {
-            guard let count = next(UInt32.self).map(Int.init), bytes.count - offset >= count else { return nil }
-            defer { offset += count }
-            return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)]), as: UTF8.self)
-        }
     }
 }

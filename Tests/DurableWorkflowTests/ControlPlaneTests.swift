@@ -57,6 +57,28 @@ struct ControlPlaneTests {
         #expect(again.outcome == .refused && again.request == 0)
     }
 
+    @Test("controlState shows a cancellation while the workflow cleans up, and none once it ended the instance; a pause while paused")
+    func controlStateOverALife() async throws {
+        let dir = TemporaryDirectory("control-state")
+        let store = try WorkflowStore.open(path: dir.path)
+        let desk = BookingDesk(latency: .milliseconds(700))
+        let host = try store.start(Booking(holdMilliseconds: 600_000), id: "b", configuration: Booking.configuration(desk: desk))
+        await waitUntil { host.rendering.state.phase == .holding }
+        let before = try store.controlState(of: "b")
+        #expect(!before.paused && before.cancellation == nil && before.lastRequest == 0)
+        #expect(try await store.pause(id: "b").outcome == .applied)
+        #expect(try store.controlState(of: "b").paused)
+        #expect(try await store.unpause(id: "b").outcome == .applied)
+
+        let answer = try await store.cancel(id: "b", reason: "customer asked", deadline: .seconds(60))
+        // The release (a 700 ms call) runs: the cancellation is in progress, with its deadline.
+        let during = try store.controlState(of: "b")
+        #expect(during.cancellation?.reason == "customer asked" && during.cancellation?.deadline != nil && during.lastRequest == answer.request)
+        #expect(try await host.completion == .cancelled)
+        let after = try store.controlState(of: "b")
+        #expect(after.cancellation == nil && !after.paused && after.lastRequest == 3)
+    }
+
     @Test("a policy of .none keeps the request from the children; a root that handles none ends at once; a handler's final output ends it")
     func policies() async throws {
         let store = WorkflowStore.inMemory()

@@ -14,34 +14,6 @@ import WorkflowSignals
 import WorkflowStorage
 import WorkflowTesting
 
-/// Keeps every message logged through it, with its level and metadata.
-final class CapturedLog: Sendable {
-    private let lines = Lock<[(level: Logger.Level, message: String, metadata: Logger.Metadata)]>([])
-
-    var all: [(level: Logger.Level, message: String, metadata: Logger.Metadata)] { lines.withLock { $0 } }
-
-    func messages(at level: Logger.Level) -> [String] { all.filter { $0.level == level }.map(\.message) }
-
-    var logger: Logger {
-        var logger = Logger(label: "test") { _ in Handler(log: self) }
-        logger.logLevel = .trace
-        return logger
-    }
-
-    struct Handler: LogHandler {
-        let log: CapturedLog
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            log.lines.withLock { $0.append((event.level, "\(event.message)", event.metadata ?? [:])) }
-        }
-    }
-}
-
 @Suite("Observability: the engine's logs, metrics and spans")
 struct ObservabilityTests {
     @Test("commits, replays and instance counts are recorded as swift-metrics of the store")

@@ -416,7 +416,9 @@ extension WorkflowStore {
     public func controlState(of id: String) throws -> InstanceControlState {
         guard let record = try record(id: id) else { throw notFound(id) }
         let state = try controlState(of: record)
-        return InstanceControlState(paused: state.paused, cancellation: state.cancellation, lastRequest: state.lastRequest)
+        // A cancellation the workflow finished (its final output ended the instance) is over.
+        return InstanceControlState(paused: state.paused, cancellation: record.status.hasEnded ? nil : state.cancellation,
+                                    lastRequest: state.lastRequest)
     }
 
     /// The control state of `record`'s tree at its last entry: its newest snapshot's, then the

@@ -40,6 +40,16 @@ func waitForCount(_ body: @escaping @Sendable () async -> Void) throws {
     done.wait()
 }
 
+/// Runs a service group (which shuts down on SIGTERM) on a task and blocks this thread until it returns.
+func runUntilStopped(_ group: ServiceGroup) {
+    let stopped = DispatchSemaphore(value: 0)
+    Task.detached {
+        do { try await group.run() } catch { say("group failed: \(error)") }
+        stopped.signal()
+    }
+    stopped.wait()
+}
+
 /// Writes one line to stdout unbuffered, so a parent reading the pipe sees it at once.
 func say(_ line: String) {
     var text = line + "\n"
@@ -815,12 +825,7 @@ do {
             }
             say("ready")
         }
-        let stopped = DispatchSemaphore(value: 0)
-        Task.detached {
-            do { try await group.run() } catch { say("group failed: \(error)") }
-            stopped.signal()
-        }
-        stopped.wait()
+        runUntilStopped(group)
         let drain = service.lastDrain
         say("drained \(drain?.drained ?? -1) abandoned \(drain?.abandoned ?? -1)")
         say("stopped")
@@ -852,12 +857,7 @@ do {
             }
             say("ready")
         }
-        let stopped = DispatchSemaphore(value: 0)
-        Task.detached {
-            do { try await group.run() } catch { say("group failed: \(error)") }
-            stopped.signal()
-        }
-        stopped.wait()
+        runUntilStopped(group)
         say("stopped")
         exit(0)
 
@@ -888,12 +888,7 @@ do {
             }
             say("starting")
         }
-        let stopped = DispatchSemaphore(value: 0)
-        Task.detached {
-            do { try await group.run() } catch { say("group failed: \(error)") }
-            stopped.signal()
-        }
-        stopped.wait()
+        runUntilStopped(group)
         say("stopped \(started.withLock { $0 })")
         exit(0)
 
@@ -924,12 +919,7 @@ do {
             try await service.untilRunning()
             say("ready")
         }
-        let stopped = DispatchSemaphore(value: 0)
-        Task.detached {
-            do { try await group.run() } catch { say("group failed: \(error)") }
-            stopped.signal()
-        }
-        stopped.wait()
+        runUntilStopped(group)
         say("stopped")
         exit(0)
 
