@@ -103,6 +103,7 @@ public final class SignalCenter: Sendable {
     /// (after the post or registration that gave them). A name is for operators: one that cannot
     /// be kept is logged, and the post or registration stands.
     func keepNames(of signals: [SignalID]) {
+        guard signals.contains(where: { $0.stableName != nil }) else { return }
         let now = ContinuousClock.now
         let names = named.withLock { named in named.unkept(signals, at: now) }
         guard !names.isEmpty else { return }
