@@ -145,8 +145,9 @@ final class WorkflowNode<W: Workflow>: AnyWorkflowNode, RenderContextBackend {
     /// Runs `workflow`'s handler (the node's own workflow, opened as a `CancellableWorkflow`)
     /// on the node's state; its policy for the children.
     private func handleCancellation<C: CancellableWorkflow>(_ workflow: C, _ request: CancellationRequest) -> ChildCancellation {
-        // `C` is `W`: the node's workflow opened from the existential.
-        let node = unsafeDowncast(self as AnyObject, to: WorkflowNode<C>.self)
+        // `C` is `W` (the node's workflow opened from the existential): a checked cast, on a path
+        // taken once per cancel request and node.
+        guard let node = (self as AnyObject) as? WorkflowNode<C> else { return .propagate }
         if let output = workflow.cancellationRequested(request, state: &node.stateSlot.value) { node.outputHandler?(output) }
         return workflow.childCancellation
     }
