@@ -140,12 +140,30 @@ public final class ChildProcess {
     }
 
     /// Waits for the child to exit; returns its exit code, or `128 + signal` if a signal ended it.
+    /// A child still running after `timeout` is a failure, never a hang of the suite: its
+    /// ``diagnosis`` is taken, it is killed with SIGKILL and reaped, and `didNotExit` is thrown.
     @discardableResult
-    public func waitForExit() throws -> Int32 {
+    public func waitForExit(timeout: Duration = .seconds(240)) throws -> Int32 {
         if let status { return status }
+        let deadline = ContinuousClock.now + timeout
         var raw: Int32 = 0
-        while waitpid(pid, &raw, 0) < 0 {
-            guard errno == EINTR else { throw ChildProcessError.waitFailed(errno) }
+        var pause: UInt32 = 200
+        while true {
+            let reaped = waitpid(pid, &raw, WNOHANG)
+            if reaped == pid { break }
+            if reaped < 0 {
+                guard errno == EINTR else { throw ChildProcessError.waitFailed(errno) }
+                continue
+            }
+            if ContinuousClock.now >= deadline {
+                let seen = diagnosis
+                _ = Glibc.kill(pid, SIGKILL)
+                while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
+                status = 128 + SIGKILL
+                throw ChildProcessError.didNotExit(after: timeout, seen)
+            }
+            usleep(pause)
+            pause = min(pause * 2, 20_000)
         }
         let code = (raw & 0x7f) == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
         status = code
@@ -157,4 +175,7 @@ public final class ChildProcess {
 public enum ChildProcessError: Error {
     case spawnFailed(String)
     case waitFailed(Int32)
+    /// The child was still running when the wait's time was up (it was then killed); what it
+    /// was doing: ``ChildProcess/diagnosis``.
+    case didNotExit(after: Duration, String)
 }
