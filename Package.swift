@@ -74,7 +74,9 @@ let package = Package(
                 "DurableWorkflow", "WorkflowStorage", "WorkflowLocks",
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Postgres"])),
                 .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Postgres"])),
-            ]
+            ],
+            // The schema as SQL files, compiled into the library (a service ships one binary).
+            resources: [.embedInCode("Schema")]
         ),
         // Persistent signals: every version in the log, each consumer sees each version once.
         .target(

@@ -112,8 +112,8 @@ public final class PostgresStorage: StorageBackend {
                         .newerFormat, "open", "the store's format is \(current); this library writes format \(PostgresSchema.format)",
                         recovery: "Open the store with a newer version of the library")
                 }
-                for migration in PostgresSchema.migrations.dropFirst(Int(current)) {
-                    for statement in migration { try self.execute(PostgresSchema.sql(statement, schema: self.schema), on: connection) }
+                for statement in PostgresSchema.migration(from: Int(current)) {
+                    try self.execute(PostgresSchema.sql(statement, schema: self.schema), on: connection)
                 }
                 try self.execute(
                     "INSERT INTO \(self.schema).wf_meta (name, value) VALUES ('format', \(PostgresSchema.format)) "

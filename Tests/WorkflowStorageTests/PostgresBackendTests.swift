@@ -58,7 +58,7 @@ struct PostgresBackendTests {
     @Test("a store of format 6 is migrated at open: its signal versions read with no trace context, new posts keep theirs")
     func migratesFormatSix() throws {
         let configuration = Self.fresh(), schema = configuration.schema
-        for statement in PostgresSchema.bootstrap + PostgresSchema.migrations.prefix(6).joined() {
+        for statement in PostgresSchemaHistory.statements(through: 6) {
             _ = try Self.sql(PostgresSchema.sql(statement, schema: schema))
         }
         _ = try Self.sql("INSERT INTO \(schema).wf_meta (name, value) VALUES ('format', 6)")

@@ -834,9 +834,11 @@ do {
     case "booking-service":
         // booking-service STORE LEDGER COUNT SEED: a WorkflowService (strict mode, in a
         // ServiceGroup that shuts down gracefully on SIGTERM) runs Booking instances "bk-0"...
-        // "bk-COUNT-1", each holding for 1,500 to 5,000 ms (from a generator seeded with SEED),
-        // against a BookingDesk writing to LEDGER; prints "ready" once all are started, then
-        // serves (the control plane's requests too) until SIGTERM, and prints "stopped".
+        // "bk-COUNT-1", each holding for 3,000 to 6,000 ms (from a generator seeded with SEED;
+        // longer than starting them all takes on a loaded machine, so that most still hold when
+        // the requests come, 0 to 2 s after "ready"), against a BookingDesk writing to LEDGER;
+        // prints "ready" once all are started, then serves (the control plane's requests too)
+        // until SIGTERM, and prints "stopped".
         // Logs only warnings and errors.
         // Warnings only: the parent reads this process's output after it stops, and a line per
         // control request would fill the pipe meanwhile (and block the hosts that log).
@@ -849,7 +851,7 @@ do {
         let group = ServiceGroup(services: [service], gracefulShutdownSignals: [.sigterm], logger: logger)
         let bookings = Int(arguments[3])!
         var generator = SeededGenerator(state: UInt64(arguments[4])!)
-        let holds = (0..<bookings).map { _ in Int.random(in: 1_500...5_000, using: &generator) }
+        let holds = (0..<bookings).map { _ in Int.random(in: 3_000...6_000, using: &generator) }
         Task.detached {
             try await service.untilRunning()
             for index in 0..<bookings {
