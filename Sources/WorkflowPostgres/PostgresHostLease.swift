@@ -1,5 +1,6 @@
 #if Postgres
 import Dispatch
+import DurableWorkflow
 import Foundation
 import PostgresNIO
 import WorkflowLocks
@@ -69,10 +70,12 @@ final class PostgresHostLease: Sendable {
             + Int64(configuration.leaseTime.components.attoseconds / 1_000_000_000_000_000)
         let label = "\(ProcessInfo.processInfo.hostName) pid \(getpid())"
         let started = Int64(Date().timeIntervalSince1970 * 1e9)
+        let process = ProcessIdentity.current
         try connections.with { connection in
             _ = try connection.answer(
                 to: """
-                CALL \(unescaped: configuration.schema).wf_host_renew(\(id), \(configuration.machine), \(label), \(started), \(milliseconds), NULL)
+                CALL \(unescaped: configuration.schema).wf_host_renew(\(id), \(configuration.machine), \(label), \(started), \(milliseconds), \
+                \(process.pid), \(Int64(bitPattern: process.startTime)), NULL)
                 """, logger: configuration.logger)
         }
         state.withLock { state in

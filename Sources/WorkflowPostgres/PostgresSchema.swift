@@ -11,13 +11,18 @@ import Foundation
 /// replaces every routine of the store with the latest; all in one transaction, under an
 /// advisory lock so that hosts opening at once migrate once. A store of a newer format is refused.
 ///
+/// A new format: ``format`` goes up by one; a change of tables goes into `tables.sql` (a new
+/// column last in its table) and into `delta_NN.sql`; a routine is changed in its file; and the
+/// tests' `PostgresSchemaHistory` gets the new format's migration, so that they keep comparing a
+/// store migrated from every older format with a new one.
+///
 /// Every write is a `CALL` of a procedure that ends with `COMMIT`: the call returns only once its
 /// transaction committed, in one round trip (postgres-nio reports an autocommit statement done
 /// when it has run, before its transaction commits). Sequences stay dense without database
 /// sequences: the engine supplies them and the commit procedure checks they continue the log.
 enum PostgresSchema {
     /// The format this library writes: the number of the newest delta or routine change.
-    static let format = 14
+    static let format = 15
 
     /// The advisory lock key that serializes migrations (any hosts, any schema of the database).
     static let migrationLock: Int64 = 0x5746_4D49_4752_4154  // "WFMIGRAT"
@@ -38,6 +43,7 @@ enum PostgresSchema {
         7: PackageResources.delta_07_sql,
         13: PackageResources.delta_13_sql,
         14: PackageResources.delta_14_sql,
+        15: PackageResources.delta_15_sql,
     ]
 
     /// Every function and procedure, by name, as the latest format defines it.

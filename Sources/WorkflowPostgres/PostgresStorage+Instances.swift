@@ -1,4 +1,5 @@
 #if Postgres
+import DurableWorkflow
 import Foundation
 import PostgresNIO
 import WorkflowStorage
@@ -177,7 +178,9 @@ extension PostgresStorage {
     }
 
     /// The ids of the running instances this process should take over, in id order: those nobody
-    /// holds and those whose host's lease ran out, spread by a hash of the id over the live hosts
+    /// holds and those whose host's lease ran out (a host of this machine whose process is
+    /// provably dead has its lease ended first: its instances are listed at once), spread by a
+    /// hash of the id over the live hosts
     /// that call this method (each goes to one of them; when one joins or leaves, some move;
     /// processes that never call it, such as tools, get none). Empty while this
     /// process's own lease is not held. A service calls it every few seconds and resumes each
@@ -203,6 +206,7 @@ extension PostgresStorage {
         }
         try publish(supporting)
         try retryReleases()
+        try endLeasesOfDeadLocalHosts()
         typealias Candidate = (id: String, codeVersion: String?)
         let (candidates, liveHosts) = try run("list instances to take over") { connection -> ([Candidate], [(Int64, SupportedCodeVersions)]) in
             let candidates = try self.rows(
@@ -230,6 +234,30 @@ extension PostgresStorage {
             guard let index = runners.firstIndex(of: lease.id) else { return false }
             return Int(Self.stableHash(candidate.id) % UInt64(runners.count)) == index
         }.map(\.id)
+    }
+
+    /// Ends the lease of each other host of this machine whose process is provably dead (gone,
+    /// or its pid now another process's), as the host would have had it stopped cleanly: its
+    /// instances are then taken over at once, by the live hosts of any machine, rather than when
+    /// its lease runs out. Only a host of the same machine can tell; hosts of older formats, whose
+    /// process is not recorded, wait for their leases.
+    private func endLeasesOfDeadLocalHosts() throws(StorageFailure) {
+        let hosts = try run("list the hosts of this machine") { connection -> [(Int64, Int32, Int64)] in
+            try self.rows(
+                """
+                SELECT host_id, process_id, process_start FROM \(unescaped: self.schema).wf_host
+                 WHERE machine = \(self.configuration.machine) AND host_id <> \(self.hostID) AND process_id <> 0
+                   AND lease_until > clock_timestamp()
+                """, on: connection
+            ).map { try $0.decode((Int64, Int32, Int64).self) }
+        }
+        for (host, pid, start) in hosts where ProcessIdentity(pid: pid, startTime: UInt64(bitPattern: start)).isProvablyDead {
+            try write("end the lease of a dead host") { connection in
+                _ = try self.rows("CALL \(unescaped: self.schema).wf_host_leave(\(host), NULL)", on: connection)
+            }
+            logger.info("ended the lease of a host of this machine whose process is gone; its instances are taken over now",
+                        metadata: ["host": "\(host)", "pid": "\(pid)"])
+        }
     }
 
     /// Records with this host the code versions it runs, when they changed.

@@ -83,10 +83,13 @@ struct PostgresHostsTests {
         var last = ""
         var lastRead = ContinuousClock.now
 
-        init(url: String, machine: String, mode: String, codeVersion: String? = nil, supporting: String = "all") throws {
+        init(
+            url: String, machine: String, mode: String, codeVersion: String? = nil, supporting: String = "all",
+            leaseMilliseconds: Int = PostgresHostsTests.leaseMilliseconds
+        ) throws {
             self.machine = machine
             child = try ChildProcess(
-                ["pg-host", url, machine, mode, "\(PostgresHostsTests.leaseMilliseconds)"] + (codeVersion.map { [$0, supporting] } ?? []),
+                ["pg-host", url, machine, mode, "\(leaseMilliseconds)"] + (codeVersion.map { [$0, supporting] } ?? []),
                 mergeStandardError: true)
         }
     }
@@ -147,6 +150,43 @@ struct PostgresHostsTests {
                 }
             }
         }
+    }
+
+    @Test("a host killed on this machine: another host of the machine takes its instances over at once, not after its lease; while it lives, nobody does")
+    func deadLocalHost() async throws {
+        let ids = (0..<6).map { "local-\($0)" }
+        var (configuration, url) = try await Self.storeOfReleasedInstances(ids)
+        // Both hosts on one machine (this one), with leases far longer than the test waits.
+        let machine = "machine-local", lease = 60_000
+        configuration.machine = machine
+        var ledger = Ledger()
+        let first = try HostProcess(url: url, machine: machine, mode: "strict", leaseMilliseconds: lease)
+        while Set(first.running) != Set(ids), ContinuousClock.now - ledger.started < .seconds(20) { ledger.read([first], for: .milliseconds(50)) }
+        #expect(Set(first.running) == Set(ids), "the first host runs them all: \(first.running)")
+        // While it lives, another host of the machine is given none of them.
+        let looker = try PostgresStorage.open(configuration)
+        #expect(try looker.instancesToTakeOver().isEmpty)
+        looker.close()
+
+        let second = try HostProcess(url: url, machine: machine, mode: "strict", leaseMilliseconds: lease)
+        ledger.read([first, second], for: .milliseconds(500))
+        #expect(second.running.isEmpty, "the second host took \(second.running) from a live host")
+        let killed = MachineClock.now
+        first.child.kill()
+        for line in first.child.readRemainingLines(timeout: .seconds(5)) { ledger.note(line, from: first) }
+        #expect(try first.child.waitForExit() == 128 + SIGKILL)
+        while !ids.allSatisfy({ id in ledger.resumed[id].map { $0 > killed } ?? false }), ContinuousClock.now - ledger.started < .seconds(40) {
+            ledger.read([second], for: .milliseconds(50))
+        }
+        let slowest = ids.compactMap { ledger.resumed[$0].map { MachineClock.duration(from: killed, to: $0) } }.max() ?? .zero
+        #expect(Set(second.running) == Set(ids), "the second host took over \(second.running); \(ledger.story.suffix(10))")
+        #expect(slowest < .seconds(5), "the slowest takeover took \(slowest), with a lease of \(lease) ms")
+        print("takeover of a host killed on the same machine: slowest \(slowest) (lease \(lease) ms)")
+        second.child.kill()
+        for line in second.child.readRemainingLines(timeout: .seconds(5)) { ledger.note(line, from: second) }
+        _ = try second.child.waitForExit()
+        // This process, of the same machine, resumes each at once too, with every acknowledged action.
+        try await Self.replayAndCheck(ids, acknowledged: ledger.acknowledged, configuration: configuration)
     }
 
     @Test("a mixed fleet: a host of the new build takes over none of a killed old host's instances; a host that runs the old version takes them all over, and the new build's host still none")

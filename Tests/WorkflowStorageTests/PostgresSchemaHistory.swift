@@ -2,10 +2,13 @@
 import Foundation
 @testable import WorkflowPostgres
 
-/// The migrations as the builds of formats 1 to 14 ran them, kept as they were: the tests make
+/// The migrations as the builds of formats 1 to 15 ran them, kept as they were: the tests make
 /// stores of every older format from them, as older builds left them, and check that the
 /// library's schema files bring each to the very schema a new store gets
-/// (`PostgresSchemaTests`). Frozen: the library's schema lives in `Sources/WorkflowPostgres/Schema`.
+/// (`PostgresSchemaTests`). The library's schema lives in `Sources/WorkflowPostgres/Schema`; this
+/// history only grows: a new format appends what a store of the format before it needs to become
+/// one of the new format (its delta, and its routines as they then are), so that stores of every
+/// older format can still be made.
 enum PostgresSchemaHistory {
     /// Migration n (from 1) is `migrations[n - 1]`: statements run in one transaction.
     static let migrations: [[String]] = [
@@ -1359,9 +1362,29 @@ enum PostgresSchemaHistory {
             )
             """,
         ],
+        [
+            // A host's process, by which a host of the same machine proves it dead.
+            "ALTER TABLE %SCHEMA%.wf_host ADD COLUMN process_id integer NOT NULL DEFAULT 0",
+            "ALTER TABLE %SCHEMA%.wf_host ADD COLUMN process_start bigint NOT NULL DEFAULT 0",
+            "DROP PROCEDURE %SCHEMA%.wf_host_renew",
+            """
+            CREATE OR REPLACE PROCEDURE %SCHEMA%.wf_host_renew(
+                p_host bigint, p_machine text, p_label text, p_started bigint, p_lease_ms bigint, p_pid integer, p_process_start bigint,
+                INOUT o_renewed boolean)
+            LANGUAGE plpgsql AS $$
+            BEGIN
+                INSERT INTO %SCHEMA%.wf_host (host_id, machine, label, started_ns, lease_until, process_id, process_start)
+                VALUES (p_host, p_machine, p_label, p_started, clock_timestamp() + p_lease_ms * interval '1 millisecond', p_pid, p_process_start)
+                ON CONFLICT (host_id) DO UPDATE SET lease_until = EXCLUDED.lease_until;
+                DELETE FROM %SCHEMA%.wf_host WHERE lease_until < clock_timestamp() - interval '1 day';
+                o_renewed := true;
+                COMMIT;
+            END $$
+            """,
+        ],
     ]
 
-    /// The statements that made a store of format `format` (1 to 14), as its build ran them.
+    /// The statements that made a store of format `format` (1 to 15), as its build ran them.
     static func statements(through format: Int) -> [String] {
         PostgresSchema.bootstrap + migrations.prefix(format).joined()
     }

@@ -44,7 +44,9 @@ CREATE TABLE %SCHEMA%.wf_snapshot (
 -- Hosts: each process that opens the store writable, with a lease on the database's
 -- clock. An instance's claim names its host; a host whose lease ran out loses its
 -- instances to the live hosts. `code_versions` are the versions a host runs (NULL: every
--- one), by which takeovers are spread.
+-- one), by which takeovers are spread. `process_id` and `process_start` name the host's
+-- process (0: unknown, a host of format 14 or older), so that a host of the same machine can
+-- prove it dead and end its lease at once.
 CREATE TABLE %SCHEMA%.wf_host (
     host_id          bigint PRIMARY KEY,
     machine          text NOT NULL,
@@ -53,7 +55,9 @@ CREATE TABLE %SCHEMA%.wf_host (
     lease_until      timestamptz NOT NULL,
     takes_over       boolean NOT NULL DEFAULT false,
     code_versions    text[],
-    runs_unversioned boolean NOT NULL DEFAULT true
+    runs_unversioned boolean NOT NULL DEFAULT true,
+    process_id       integer NOT NULL DEFAULT 0,
+    process_start    bigint NOT NULL DEFAULT 0
 );
 
 -- Control requests (rule O2), numbered per instance from 1: a number is taken as the
