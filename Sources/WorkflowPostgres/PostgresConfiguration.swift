@@ -11,6 +11,12 @@ public struct PostgresConfiguration: Sendable {
     /// The server's host name or address.
     public var host: String
     public var port: Int
+    /// Servers to try after `host`:`port`, in order, when it cannot be reached or does not take
+    /// writes (a standby): a primary and its standbys, so that after a failover (a standby
+    /// promoted) the store's new connections reach the new primary. With any listed, each
+    /// connection asks its server whether it is in recovery, and a writable store keeps only a
+    /// primary's (a read-only one takes the first that answers).
+    public var otherServers: [PostgresServer] = []
     public var username: String
     public var password: String?
     public var database: String
@@ -70,8 +76,9 @@ public struct PostgresConfiguration: Sendable {
         self.logger = logger ?? PostgresConfiguration.quietLogger
     }
 
-    /// A configuration from a URL: `postgres://user[:password]@host[:port][/database][?schema=name]`.
-    /// Returns `nil` when the URL is not of that shape.
+    /// A configuration from a URL: `postgres://user[:password]@host[:port][,host[:port]...][/database][?schema=name]`
+    /// (several servers as libpq takes them: the first is `host`:`port`, the others
+    /// ``otherServers``). Returns `nil` when the URL is not of that shape.
     public init?(url: String, schema: String? = nil) {
         guard let rest = url.split(separator: "://", maxSplits: 1).dropFirst().first,
               url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") else { return nil }
@@ -92,21 +99,31 @@ public struct PostgresConfiguration: Sendable {
             path = path[path.index(after: at)...]
         }
         let user = credentials.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
-        let hostPort = path.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
-        guard let host = hostPort.first, !host.isEmpty, let name = user.first, !name.isEmpty else { return nil }
-        var port = 5432
-        if hostPort.count == 2 {
-            guard let given = Int(hostPort[1]) else { return nil }
-            port = given
+        guard let name = user.first, !name.isEmpty else { return nil }
+        var servers: [PostgresServer] = []
+        for server in path.split(separator: ",", omittingEmptySubsequences: false) {
+            let hostPort = server.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let host = hostPort.first, !host.isEmpty else { return nil }
+            var port = 5432
+            if hostPort.count == 2 {
+                guard let given = Int(hostPort[1]) else { return nil }
+                port = given
+            }
+            servers.append(PostgresServer(host: String(host), port: port))
         }
+        guard let first = servers.first else { return nil }
         var schemaName = schema ?? "workflow"
         for pair in query.split(separator: "&") where pair.hasPrefix("schema=") {
             schemaName = String(pair.dropFirst("schema=".count))
         }
         self.init(
-            host: String(host), port: port, username: String(name), password: user.count == 2 ? String(user[1]) : nil,
+            host: first.host, port: first.port, username: String(name), password: user.count == 2 ? String(user[1]) : nil,
             database: database.isEmpty ? "postgres" : String(database), schema: schemaName)
+        self.otherServers = Array(servers.dropFirst())
     }
+
+    /// Every server to try, in order: `host`:`port`, then ``otherServers``.
+    public var servers: [PostgresServer] { [PostgresServer(host: host, port: port)] + otherServers }
 
     /// Whether `schema` is a name the store accepts (it is written into SQL as an identifier).
     static func isValidSchema(_ schema: String) -> Bool {
@@ -125,13 +142,27 @@ public struct PostgresConfiguration: Sendable {
         return boot.isEmpty ? host : "\(host)/\(boot)"
     }()
 
+    /// The servers, for messages: `host:port` (`host:port,host:port` with others).
+    var serverList: String { servers.map { "\($0.host):\($0.port)" }.joined(separator: ",") }
+
     /// Where the store is, for messages: `host:port/database?schema=name` (no credentials).
-    var location: String { "\(host):\(port)/\(database)?schema=\(schema)" }
+    var location: String { "\(serverList)/\(database)?schema=\(schema)" }
 
     private static let quietLogger: Logger = {
         var logger = Logger(label: "workflow.postgres")
         logger.logLevel = .warning
         return logger
     }()
+}
+
+/// A PostgreSQL server: its host name or address and port.
+public struct PostgresServer: Sendable, Hashable {
+    public var host: String
+    public var port: Int
+
+    public init(host: String, port: Int = 5432) {
+        self.host = host
+        self.port = port
+    }
 }
 #endif

@@ -79,15 +79,56 @@ final class PostgresConnections: Sendable {
     }
 
     /// A new connection of the caller's own, outside the pool (the caller closes it); throws
-    /// ``Closed`` once the pool is closed.
+    /// ``Closed`` once the pool is closed. With several servers, to the first in order that
+    /// answers and, for a writable store, is a primary (not in recovery): after a failover, the
+    /// promoted standby; throws ``NoPrimary`` when every server that answered is a standby, or
+    /// the last server's error when none answered.
     func open() throws -> PostgresConnection {
         if isClosed { throw Closed() }
+        let servers = configuration.servers
+        guard servers.count > 1 else { return try connect(to: servers[0]) }
+        var lastError: (any Error)?
+        var standbys: [PostgresServer] = []
+        for server in servers {
+            let connection: PostgresConnection
+            do {
+                connection = try connect(to: server)
+            } catch {
+                lastError = error
+                continue
+            }
+            if configuration.readOnly { return connection }
+            do {
+                let rows = try connection.query("SELECT pg_is_in_recovery()", logger: configuration.logger).wait()
+                var inRecovery = true
+                for row in rows { inRecovery = try row.decode(Bool.self) }
+                if !inRecovery { return connection }
+                standbys.append(server)
+            } catch {
+                lastError = error
+            }
+            Self.closeInBackground(connection)
+        }
+        if !standbys.isEmpty { throw NoPrimary(standbys: standbys) }
+        throw lastError ?? NoPrimary(standbys: [])
+    }
+
+    /// Every server of the configuration that answered is a standby (in recovery): none takes
+    /// writes (a failover is under way, or the primary is down and no standby was promoted).
+    struct NoPrimary: Error, CustomStringConvertible {
+        let standbys: [PostgresServer]
+        var description: String {
+            "no server takes writes: \(standbys.map { "\($0.host):\($0.port)" }.joined(separator: ", ")) answered as standbys (in recovery)"
+        }
+    }
+
+    private func connect(to server: PostgresServer) throws -> PostgresConnection {
         let id = nextID.withLock { id -> Int in
             id += 1
             return id
         }
         var options = PostgresConnection.Configuration(
-            host: configuration.host, port: configuration.port, username: configuration.username, password: configuration.password,
+            host: server.host, port: server.port, username: configuration.username, password: configuration.password,
             database: configuration.database, tls: .disable)
         options.options.additionalStartupParameters = [("application_name", configuration.applicationName)]
         return try PostgresConnection.connect(on: group.next(), configuration: options, id: id, logger: configuration.logger).wait()

@@ -17,18 +17,22 @@ extension PostgresStorage {
             return failure(.incompatible, operation, "a column does not hold what this library expects (\(error.code))",
                            recovery: "Check that the schema belongs to a workflow store", underlying: error)
         }
+        if let standbys = error as? PostgresConnections.NoPrimary {
+            return failure(.unavailable, operation, standbys.description,
+                           recovery: "Promote a standby (or let the failover finish): the store's next connection goes to the new primary")
+        }
         if let lost = error as? ConnectionLost {
             return failure(.unavailable, operation, lost.description,
-                           recovery: "Check that the PostgreSQL server at \(configuration.host):\(configuration.port) runs and accepts connections; a stopped instance resumes from what was committed",
+                           recovery: "Check that the PostgreSQL server at \(configuration.serverList) runs and accepts connections; a stopped instance resumes from what was committed",
                            underlying: lost)
         }
         guard let error = error as? PSQLError else {
             return failure(.unavailable, operation, "cannot reach the server: \(error)",
-                           recovery: "Check that the PostgreSQL server at \(configuration.host):\(configuration.port) runs and accepts connections")
+                           recovery: "Check that the PostgreSQL server at \(configuration.serverList) runs and accepts connections")
         }
         guard error.code == .server, let state = error.serverInfo?[.sqlState] else {
             return failure(.unavailable, operation, "the connection to the server failed (\(error.code))",
-                           recovery: "Check that the PostgreSQL server at \(configuration.host):\(configuration.port) runs and accepts connections",
+                           recovery: "Check that the PostgreSQL server at \(configuration.serverList) runs and accepts connections",
                            underlying: error)
         }
         let message = error.serverInfo?[.message] ?? "no message"

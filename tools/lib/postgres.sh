@@ -42,6 +42,8 @@ start_postgres() {
             _write_postgres_ctl
             export WORKFLOW_TEST_POSTGRES="postgres://postgres@127.0.0.1:$PGPORT/postgres"
             export WORKFLOW_TEST_POSTGRES_CTL="$PGROOT/ctl"
+            # The failover test makes a primary and standby of its own with this script.
+            export WORKFLOW_TEST_POSTGRES_PAIR="$PWD/tools/lib/postgres-pair"
             echo "==> PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}') for the tests at $WORKFLOW_TEST_POSTGRES"
             return 0
         fi
