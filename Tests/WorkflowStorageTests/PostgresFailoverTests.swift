@@ -61,13 +61,16 @@ struct PostgresFailoverTests {
         return lines.last ?? ""
     }
 
-    @Test("three hosts awaiting durability; the primary stopped hard and the standby promoted at 5 random moments: nothing acknowledged lost or applied twice, every instance goes on")
-    func failovers() async throws {
+    @Test(
+        "three hosts awaiting durability; at 5 random moments the primary stopped hard and the standby promoted (failover), or the primary restarted in place (restart): nothing acknowledged lost or applied twice, every instance goes on",
+        arguments: ["failover", "restart"]
+    )
+    func failovers(fault: String) async throws {
         let dir = TemporaryDirectory("pg-pair")
         let ports = try Self.pair(dir.path, "init").split(separator: " ").map(String.init)
         defer { _ = try? Self.pair(dir.path, "stop") }
         #expect(ports.count == 2, "\(ports)")
-        let url = "postgres://postgres@127.0.0.1:\(ports[0]),127.0.0.1:\(ports[1])/postgres?schema=failover"
+        let url = "postgres://postgres@127.0.0.1:\(ports[0]),127.0.0.1:\(ports[1])/postgres?schema=\(fault)"
         let configuration = try #require(PostgresConfiguration(url: url))
         #expect(configuration.otherServers == [PostgresServer(host: "127.0.0.1", port: Int(ports[1])!)])
 
@@ -91,7 +94,7 @@ struct PostgresFailoverTests {
             ledger.read(hosts, for: .milliseconds(Int.random(in: 300...1_500)))
             let before = ledger.acknowledged
             let stopped = ContinuousClock.now
-            try Self.pair(dir.path, "failover")
+            try Self.pair(dir.path, fault)
             let promoted = ContinuousClock.now
             // The first acknowledgement of a commit made after the promotion.
             ledger.read(hosts, for: .milliseconds(1))
@@ -101,9 +104,9 @@ struct PostgresFailoverTests {
             }
             let firstCommit = ContinuousClock.now
             #expect(ledger.acknowledged.values.reduce(0, +) > atPromotion, "round \(round): nothing committed after the promotion; \(ledger.story.suffix(10))")
-            print("failover \(round): promotion \(promoted - stopped), first commit on the new primary \(firstCommit - promoted) after it")
+            print("\(fault) \(round): the server back in \(promoted - stopped), the first commit \(firstCommit - promoted) after")
             slowest = max(slowest, firstCommit - promoted)
-            try Self.pair(dir.path, "rebuild")
+            if fault == "failover" { try Self.pair(dir.path, "rebuild") }
             // Every instance goes on: each acknowledges more than it had before the failover.
             let deadline = ContinuousClock.now + .seconds(30)
             while !ids.allSatisfy({ (ledger.acknowledged[$0] ?? 0) > (before[$0] ?? 0) }), ContinuousClock.now < deadline {
@@ -113,8 +116,8 @@ struct PostgresFailoverTests {
             #expect(stuck.isEmpty, "round \(round): \(stuck) did not go on; \(ledger.story.suffix(10))")
         }
         #expect(slowest < .seconds(2) + .milliseconds(PostgresHostsTests.leaseMilliseconds),
-                "the slowest first commit came \(slowest) after the promotion")
-        print("failover: 5 rounds, the slowest first commit on the new primary \(slowest) after the promotion")
+                "the slowest first commit came \(slowest) after the server was back")
+        print("\(fault): 5 rounds, the slowest first commit \(slowest) after the server was back")
         for host in hosts { host.child.kill() }
         for host in hosts {
             for line in host.child.readRemainingLines(timeout: .seconds(5)) { ledger.note(line, from: host) }
