@@ -133,7 +133,7 @@ let package = Package(
 
         // A helper executable that tests spawn as a real child process (crash and multi-process tests).
         // Test helpers shared by every test target and the child-process helper.
-        .target(name: "TestSupport", dependencies: [.product(name: "Logging", package: "swift-log")], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["WorkflowLocks", .product(name: "Logging", package: "swift-log")], path: "Tests/TestSupport"),
         .target(
             name: "TestWorkflows",
             dependencies: ["Workflow", "DurableWorkflow", "WorkflowLMDB", "WorkflowSignals", "WorkflowFeedback", "WorkflowLocks", "TestSupport"],

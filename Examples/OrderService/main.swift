@@ -38,48 +38,47 @@ func order(_ index: Int) -> Order {
     return Order(id: "order-\(index)", items: items, amount: 1_000 + index, payWithinSeconds: index % 100 == 98 ? 0 : 3600)
 }
 
+// The services keep their answers in actors: their state is the actor's, each call runs alone.
+
 /// Stock that answers a repeated reservation (same idempotency key) with the first answer; the
 /// first attempt for a lamp fails, as a busy warehouse would.
-final class Warehouse: Inventory {
-    private let reservations = Mutex<[String: Int]>([:])
+actor Warehouse: Inventory {
+    private var reservations: [String: Int] = [:]
     func reserve(order: String, sku: String, quantity: Int, attempt: TaskAttempt) async throws -> Int {
         if sku == "lamp" && attempt.number == 1 { throw URLError(.timedOut) }
         let key = attempt.idempotencyKey ?? "\(order)/\(sku)"
-        return reservations.withLock { reservations in
-            if let existing = reservations[key] { return existing }
-            let reservation = reservations.count + 1
-            reservations[key] = reservation
-            return reservation
-        }
+        if let existing = reservations[key] { return existing }
+        let reservation = reservations.count + 1
+        reservations[key] = reservation
+        return reservation
     }
 }
 
 /// Card payments that answer a repeated charge with the first receipt; every 10th order's first
 /// attempt fails (retried), every 100th (99) is declined (not retried).
-final class CardPayments: Payments {
-    private let receipts = Mutex<[String: String]>([:])
+actor CardPayments: Payments {
+    private var receipts: [String: String] = [:]
+    private var refunds: Set<String> = []
+
     func charge(order: String, cents: Int, attempt: TaskAttempt) async throws -> String {
         let index = Int(order.dropFirst("order-".count)) ?? 0
         if index % 100 == 99 { throw CardDeclined() }
         if index % 10 == 0 && attempt.number == 1 { throw URLError(.networkConnectionLost) }
         let key = attempt.idempotencyKey ?? order
-        return receipts.withLock { receipts in
-            if let existing = receipts[key] { return existing }
-            let receipt = "rcpt-\(order)-\(cents)"
-            receipts[key] = receipt
-            return receipt
-        }
+        if let existing = receipts[key] { return existing }
+        let receipt = "rcpt-\(order)-\(cents)"
+        receipts[key] = receipt
+        return receipt
     }
 
-    private let refunds = Mutex<Set<String>>([])
     func refund(order: String, cents: Int, receipt: String, attempt: TaskAttempt) async throws {
-        _ = refunds.withLock { $0.insert(attempt.idempotencyKey ?? receipt) }
+        refunds.insert(attempt.idempotencyKey ?? receipt)
     }
 }
 
 /// How many orders finished (or failed), counted from many tasks.
 final class FinishedOrders: Sendable {
-    let count = Mutex(0)
+    let count = Atomic(0)
 }
 
 do {
@@ -118,7 +117,7 @@ do {
                     } catch {
                         say("error order-\(index) \(error)")
                     }
-                    finished.count.withLock { $0 += 1 }
+                    finished.count.add(1, ordering: .relaxed)
                 }
             }
         }
@@ -132,7 +131,7 @@ do {
     }
     done.wait()
     try center.stop()
-    say("stopped after \(finished.count.withLock { $0 }) of \(count)")
+    say("stopped after \(finished.count.load(ordering: .relaxed)) of \(count)")
 } catch {
     say("error: \(error)")
     exit(1)

@@ -1,6 +1,5 @@
 import DurableWorkflow
 import Foundation
-import Synchronization
 import TestSupport
 import TestWorkflows
 import Testing
@@ -206,7 +205,7 @@ struct CommitPipelineTests {
         let observed = try store.start(DurableCounter(), id: "observed", configuration: counterConfiguration(.grouped))
         let others = try (0..<8).map { try store.start(DurableCounter(), id: "other\($0)", configuration: counterConfiguration(.grouped)) }
         // The observer blocks the thread that calls it (no test task's: it waits asynchronously).
-        let entered = Mutex(false), opened = DispatchSemaphore(value: 0)
+        let entered = Lock(false), opened = DispatchSemaphore(value: 0)
         let observation = observed.observeRenderings { rendering in
             guard rendering.state.count == 1 else { return }
             entered.withLock { $0 = true }

@@ -1,12 +1,12 @@
 import Logging
-import Synchronization
+import WorkflowLocks
 
 /// A swift-log destination that keeps every message logged through ``logger``, with its level
 /// and metadata, for a test to read.
 public final class CapturedLog: Sendable {
     public typealias Line = (level: Logger.Level, message: String, metadata: Logger.Metadata)
 
-    private let lines = Mutex<[Line]>([])
+    private let lines = Lock<[Line]>([])
 
     public init() {}
 

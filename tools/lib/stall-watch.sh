@@ -11,8 +11,7 @@ _stall_report() {
     local pid=$1
     echo "--- threads of process $pid: $(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | cut -c1-200)"
     if command -v gdb >/dev/null 2>&1; then
-        gdb -p "$pid" -batch -ex "set pagination off" -ex "thread apply all bt 30" 2>&1 |
-            grep -v -e '^\[New LWP' -e '^\[Thread debugging' -e '^Using host libthread_db'
+        gdb -p "$pid" -batch -ex "set pagination off" -ex "thread apply all bt 30" 2>&1 | grep -E '^(Thread |#)' | cut -c1-300
     else
         local task
         for task in /proc/"$pid"/task/*; do
