@@ -112,8 +112,12 @@ struct ObservabilityTests {
         // Grouped commits held 50 ms: each delivery waits for its commit while other posts wake the dispatcher.
         let host = try store.start(SignalTally(signal: signal), id: "tally",
                                    configuration: SignalTally.configuration(center: center, mode: .grouped(maxBatch: 1000, maxDelay: .milliseconds(50))))
+        // The wait's consumer is registered by its worker, after the start returned; it sees the
+        // versions posted from then on (under a sanitizer the first post came before it: 4 of 5).
+        var deadline = ContinuousClock.now + .seconds(10)
+        while (try center.consumers(of: signal).count) == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
         for value in 1...5 { try center.post(signal, value: value, terminatesConsumersAfterDelivery: false) }
-        let deadline = ContinuousClock.now + .seconds(10)
+        deadline = ContinuousClock.now + .seconds(10)
         while host.rendering.count < 5, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
         #expect(host.rendering.count == 5)
         let latencies = try metrics.expectTimer("workflow_signal_latency", [("store", store.path)]).values
@@ -154,6 +158,9 @@ struct ObservabilityTests {
             configuration.tracer = consumerTracer
             return configuration
         }())
+        // Its wait's consumer is registered by its worker, after the start returned: post once it is.
+        let registered = ContinuousClock.now + .seconds(10)
+        while (try consumers.consumers(of: tallied).count) == 0, ContinuousClock.now < registered { try await Task.sleep(for: .milliseconds(5)) }
 
         let request = posterTracer.startSpan("request")
         try ServiceContext.$current.withValue(request.context) {
