@@ -1,4 +1,6 @@
 #if Postgres
+import Foundation
+
 /// A script of SQL statements, as the schema's files hold them, cut into the statements the
 /// server takes one at a time: at each `;` that is not inside a quoted string ('…'), a quoted
 /// identifier ("…"), a dollar-quoted body ($$…$$, $tag$…$tag$) or a comment (`--` to the end
@@ -14,7 +16,7 @@ struct SQLScript {
         func cut(at end: Int) {
             if meaningful {
                 let piece = String(decoding: bytes[start..<end], as: UTF8.self)
-                statements.append(piece.trimmingWhitespace())
+                statements.append(piece.trimmingCharacters(in: .whitespacesAndNewlines))
             }
             start = end + 1
             meaningful = false
@@ -102,14 +104,5 @@ struct SQLScript {
     }
 
     private static func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
-}
-
-extension String {
-    fileprivate func trimmingWhitespace() -> String {
-        let scalars = unicodeScalars
-        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
-              let last = scalars.lastIndex(where: { !$0.properties.isWhitespace }) else { return "" }
-        return String(scalars[first...last])
-    }
 }
 #endif
