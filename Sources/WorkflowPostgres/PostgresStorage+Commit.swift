@@ -13,7 +13,7 @@ extension PostgresStorage {
         var pids = PostgresArrayParameter.int4(capacity: instances), starts = PostgresArrayParameter.int8(capacity: instances)
         var tokens = PostgresArrayParameter.int8(capacity: instances), firsts = PostgresArrayParameter.int8(capacity: instances)
         var counts = PostgresArrayParameter.int4(capacity: instances), updated = PostgresArrayParameter.int8(capacity: instances)
-        var snapshotMaxima = PostgresArrayParameter.int8(capacity: instances), statuses = PostgresArrayParameter.int2(capacity: instances)
+        var statuses = PostgresArrayParameter.int2(capacity: instances)
         var entryOwners = PostgresArrayParameter.int4(capacity: entries), entrySequences = PostgresArrayParameter.int8(capacity: entries)
         var records = PostgresArrayParameter.bytea(bytes: request.changes.reduce(0) { $0 + $1.entries.bytes.count + 4 * $1.entries.count })
         var snapshotOwners = PostgresArrayParameter.int4(), snapshotSequences = PostgresArrayParameter.int8()
@@ -31,7 +31,6 @@ extension PostgresStorage {
             firsts.append(Int64(bitPattern: changes.entries.firstSequence))
             counts.append(Int32(changes.entries.count))
             updated.append(changes.updated)
-            snapshotMaxima.append(Int64(bitPattern: changes.snapshots.map(\.sequence).max() ?? 0))
             statuses.append(changes.status.map(Self.code) ?? -1)
             for offset in 0..<changes.entries.count {
                 let sequence = changes.entries.firstSequence + UInt64(offset)
@@ -58,8 +57,8 @@ extension PostgresStorage {
         let row = try retryingConflicts { () throws(StorageFailure) -> PostgresRow in try write("commit") { connection -> PostgresRow in
             let rows = try self.rows(
                 """
-                CALL \(unescaped: self.schema).wf_commit(\(synced), \(keys), \(ids), \(pids), \(starts), \(tokens), \(firsts), \(counts), \
-                \(updated), \(snapshotMaxima), \(statuses), \(entryOwners), \(entrySequences), \(records), \(snapshotOwners), \(snapshotSequences), \(snapshots), \
+                CALL \(unescaped: self.schema).wf_commit(\(synced), \(self.hostID), \(keys), \(ids), \(pids), \(starts), \(tokens), \(firsts), \(counts), \
+                \(updated), \(statuses), \(entryOwners), \(entrySequences), \(records), \(snapshotOwners), \(snapshotSequences), \(snapshots), \
                 \(markOwners), \(markConsumers), \(markVersions), \(markTerminates), \(markKeep), NULL, NULL, NULL, NULL, NULL)
                 """, on: connection)
             guard let row = rows.first else { throw DamagedRow(detail: "the commit procedure returned no row") }

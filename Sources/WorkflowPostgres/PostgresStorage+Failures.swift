@@ -46,6 +46,8 @@ extension PostgresStorage {
         }
         let (kind, recovery): (StorageFailure.Kind, String) = switch state {
         case "WF001": (.invalidInput, "")
+        // A key taken: in a commit, entries of a sequence another commit wrote (the log's key).
+        case "23505": (.invalidInput, "")
         case "53100": (.full, "Free disk space on the database server")
         case "53300": (.busy, "The server has no free connection: lower `maximumConnections` or raise the server's `max_connections`")
         case "3D000": (.notFound, "Create the database, or name one that exists")

@@ -5,13 +5,27 @@ import PostgresNIO
 import WorkflowStorage
 
 extension PostgresStorage {
-    /// The columns of `wf_instance` that make a ``StoredInstance``, in the order `storedInstance(_:)` reads.
-    static let instanceColumns =
-        "id, instance_key, workflow_type, codec, status, created_ns, updated_ns, last_seq, last_snapshot, owner_pid, owner_start, owner_token, "
-            + "code_version, failure"
+    /// The columns that make a ``StoredInstance``, in the order `storedInstance(_:)` reads, from
+    /// ``instanceTables``: an instance's row, with its last sequence from its log's last entry
+    /// (and its time of last change, when that entry came after the last status change) and its
+    /// newest snapshot's sequence (a commit writes no copy of these into the row: the fence only
+    /// reads it).
+    var instanceColumns: String {
+        """
+        i.id, i.instance_key, i.workflow_type, i.codec, i.status, i.created_ns, \
+        CASE WHEN l.seq > i.updated_seq AND l.logged_ns <> 0 THEN l.logged_ns ELSE i.updated_ns END, \
+        COALESCE(l.seq, 0), COALESCE((SELECT max(s.seq) FROM \(schema).wf_snapshot s WHERE s.instance_key = i.instance_key), 0), \
+        i.owner_pid, i.owner_start, i.owner_token, i.code_version, i.failure
+        """
+    }
 
-    /// ``instanceColumns``, each prefixed with `i.` (for queries that join other tables).
-    static let qualifiedInstanceColumns = qualified(instanceColumns, by: "i")
+    /// `wf_instance` as `i`, each row with its log's last entry as `l` (its sequence and when it was logged).
+    var instanceTables: String {
+        """
+        \(schema).wf_instance i LEFT JOIN LATERAL (SELECT seq, logged_ns FROM \(schema).wf_log \
+        WHERE instance_key = i.instance_key ORDER BY seq DESC LIMIT 1) l ON true
+        """
+    }
 
     public func create(_ new: NewInstance) throws(StorageFailure) -> StoredInstance? {
         guard new.entries.firstSequence == 1, !new.entries.isEmpty else {
@@ -45,7 +59,7 @@ extension PostgresStorage {
     public func instance(id: String) throws(StorageFailure) -> StoredInstance? {
         try run("read instance") { connection -> StoredInstance? in
             let rows = try self.rows(
-                "SELECT \(unescaped: Self.instanceColumns) FROM \(unescaped: self.schema).wf_instance WHERE id = \(id)", on: connection)
+                "SELECT \(unescaped: self.instanceColumns) FROM \(unescaped: self.instanceTables) WHERE i.id = \(id)", on: connection)
             return try rows.first.map { try self.storedInstance($0) }
         }
     }
@@ -53,7 +67,7 @@ extension PostgresStorage {
     public func instances() throws(StorageFailure) -> [StoredInstance] {
         try run("list instances") { connection -> [StoredInstance] in
             try self.rows(
-                "SELECT \(unescaped: Self.instanceColumns) FROM \(unescaped: self.schema).wf_instance ORDER BY id COLLATE \"C\"",
+                "SELECT \(unescaped: self.instanceColumns) FROM \(unescaped: self.instanceTables) ORDER BY i.id COLLATE \"C\"",
                 on: connection
             ).map { try self.storedInstance($0) }
         }
@@ -90,24 +104,24 @@ extension PostgresStorage {
                 }
                 if !mayTakeOver { return .held(by: stored.claim) }
             }
-            let changed: Bool
+            let claimed: StoredInstance?
             do {
-                changed = try write("claim") { connection -> Bool in
+                claimed = try write("claim") { connection -> StoredInstance? in
                     let rows = try self.rows(
                         """
                         CALL \(unescaped: self.schema).wf_claim(\(id), \(stored.claim.pid), \(Int64(bitPattern: stored.claim.processStart)), \
                         \(Int64(bitPattern: stored.claim.token)), \(holder.host), \(claim.pid), \(Int64(bitPattern: claim.processStart)), \
-                        \(Int64(bitPattern: claim.token)), \(self.hostID), NULL)
+                        \(Int64(bitPattern: claim.token)), \(self.hostID), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
                         """, on: connection)
-                    return try rows.first?.decode(Bool.self) ?? false
+                    return try self.claimedInstance(rows.first, id: id, claim: claim)
                 }
             } catch {
                 if let made = settleUnknownClaim(id: id, claim: claim, after: error) { return .claimed(made) }
                 throw error
             }
-            if changed {
-                var claimed = stored
-                claimed.claim = claim
+            // As the claim left it: the old host's last entries are in (see wf_claim).
+            if var claimed {
+                claimed.failure = stored.failure
                 return .claimed(claimed)
             }
         }
@@ -122,15 +136,21 @@ extension PostgresStorage {
                 CALL \(unescaped: self.schema).wf_claim_free(\(id), \(claim.pid), \(Int64(bitPattern: claim.processStart)), \
                 \(Int64(bitPattern: claim.token)), \(self.hostID), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
                 """, on: connection)
-            guard let row = rows.first else { throw DamagedRow(detail: "the claim procedure returned no row") }
-            let (key, type, codec, status, created, updated, last, snapshot, codeVersion) = try row.decode(
-                (Int64?, String?, String?, Int16?, Int64?, Int64?, Int64?, Int64?, String?).self)
-            guard let key, let type, let codec, let status, let created, let updated, let last, let snapshot else { return nil }
-            return StoredInstance(
-                id: id, key: UInt64(bitPattern: key), workflowType: type, codec: codec, status: try Self.status(status, id: id),
-                created: created, updated: updated, lastSequence: UInt64(bitPattern: last), lastSnapshot: UInt64(bitPattern: snapshot),
-                claim: claim, codeVersion: codeVersion)
+            return try self.claimedInstance(rows.first, id: id, claim: claim)
         }
+    }
+
+    /// The answer of `wf_claim` or `wf_claim_free`: the instance as claimed, or `nil` when the
+    /// claim was not made.
+    private func claimedInstance(_ row: PostgresRow?, id: String, claim: InstanceClaim) throws -> StoredInstance? {
+        guard let row else { throw DamagedRow(detail: "the claim procedure returned no row") }
+        let (key, type, codec, status, created, updated, last, snapshot, codeVersion) = try row.decode(
+            (Int64?, String?, String?, Int16?, Int64?, Int64?, Int64?, Int64?, String?).self)
+        guard let key, let type, let codec, let status, let created, let updated, let last, let snapshot else { return nil }
+        return StoredInstance(
+            id: id, key: UInt64(bitPattern: key), workflowType: type, codec: codec, status: try Self.status(status, id: id),
+            created: created, updated: updated, lastSequence: UInt64(bitPattern: last), lastSnapshot: UInt64(bitPattern: snapshot),
+            claim: claim, codeVersion: codeVersion)
     }
 
     /// After a claim (or a claimed create) that failed: the instance as claimed if the claim was
@@ -160,7 +180,7 @@ extension PostgresStorage {
                 _ = try self.rows(
                     """
                     CALL \(unescaped: self.schema).wf_claim(\(id), \(claim.pid), \(Int64(bitPattern: claim.processStart)), \
-                    \(Int64(bitPattern: claim.token)), \(self.hostID), 0, 0, 0, 0, NULL)
+                    \(Int64(bitPattern: claim.token)), \(self.hostID), 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
                     """, on: connection)
             }
             unreleased.withLock { _ = $0.removeValue(forKey: id) }
@@ -309,9 +329,9 @@ extension PostgresStorage {
         try run("read instance") { connection -> (StoredInstance, Holder)? in
             let rows = try self.rows(
                 """
-                SELECT \(unescaped: Self.qualifiedInstanceColumns),
+                SELECT \(unescaped: self.instanceColumns),
                        i.owner_host, h.machine, h.lease_until > clock_timestamp()
-                  FROM \(unescaped: self.schema).wf_instance i
+                  FROM \(unescaped: self.instanceTables)
                   LEFT JOIN \(unescaped: self.schema).wf_host h ON h.host_id = i.owner_host
                  WHERE i.id = \(id)
                 """, on: connection)

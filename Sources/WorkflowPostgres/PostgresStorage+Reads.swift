@@ -134,17 +134,19 @@ extension PostgresStorage {
             return try run("check") { connection -> [StoreDamage] in
                 try self.rows(
                     """
-                    SELECT i.id, i.last_seq, COALESCE(l.count, 0), COALESCE(l.max, 0)
+                    SELECT i.id, COALESCE(l.count, 0), COALESCE(l.max, 0)
                       FROM \(unescaped: self.schema).wf_instance i
                       LEFT JOIN (SELECT instance_key, count(*) AS count, max(seq) AS max FROM \(unescaped: self.schema).wf_log
                                   GROUP BY instance_key) l ON l.instance_key = i.instance_key
-                     WHERE COALESCE(l.count, 0) <> i.last_seq OR COALESCE(l.max, 0) <> i.last_seq
+                     WHERE COALESCE(l.count, 0) = 0 OR l.count <> l.max
                      ORDER BY i.id COLLATE "C"
                     """, on: connection
                 ).map { row in
-                    let (id, last, count, max) = try row.decode((String, Int64, Int64, Int64).self)
-                    return StoreDamage(area: "log", instance: id, sequence: UInt64(bitPattern: last),
-                                       detail: "the index says \(last) entries, the log holds \(count) (the last at \(max))")
+                    let (id, count, max) = try row.decode((String, Int64, Int64).self)
+                    let detail = count == 0
+                        ? "the log holds no entry (an instance starts with at least one)"
+                        : "the log holds \(count) entries, the last at \(max): \(max - count) missing"
+                    return StoreDamage(area: "log", instance: id, sequence: UInt64(bitPattern: max), detail: detail)
                 }
             }
         } catch {

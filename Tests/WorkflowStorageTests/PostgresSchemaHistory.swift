@@ -2,7 +2,7 @@
 import Foundation
 @testable import WorkflowPostgres
 
-/// The migrations as the builds of formats 1 to 15 ran them, kept as they were: the tests make
+/// The migrations as the builds of formats 1 to 16 ran them, kept as they were: the tests make
 /// stores of every older format from them, as older builds left them, and check that the
 /// library's schema files bring each to the very schema a new store gets
 /// (`PostgresSchemaTests`). The library's schema lives in `Sources/WorkflowPostgres/Schema`; this
@@ -1382,9 +1382,238 @@ enum PostgresSchemaHistory {
             END $$
             """,
         ],
+        [
+            // Format 16: the fence reads an instance's row instead of writing it; the row keeps no copy of
+            // the log's last sequence or the newest snapshot; each entry keeps when its commit was made,
+            // and the row where the log ended at its last status change.
+            "ALTER TABLE %SCHEMA%.wf_instance DROP COLUMN last_seq",
+            "ALTER TABLE %SCHEMA%.wf_instance DROP COLUMN last_snapshot",
+            "ALTER TABLE %SCHEMA%.wf_instance ADD COLUMN updated_seq bigint NOT NULL DEFAULT 0",
+            "ALTER TABLE %SCHEMA%.wf_log ADD COLUMN logged_ns bigint NOT NULL DEFAULT 0",
+            "DROP PROCEDURE %SCHEMA%.wf_commit",
+            // The commit by host, fenced by its advisory lock and a read of each row.
+            """
+            CREATE OR REPLACE PROCEDURE %SCHEMA%.wf_commit(
+                p_synced boolean, p_host bigint,
+                p_keys bigint[], p_ids text[], p_pids integer[], p_starts bigint[], p_tokens bigint[],
+                p_firsts bigint[], p_counts integer[], p_updated bigint[], p_status smallint[],
+                p_entry_owner integer[], p_entry_seq bigint[], p_records bytea[],
+                p_snap_owner integer[], p_snap_seq bigint[], p_snaps bytea[],
+                p_mark_owner integer[], p_mark_consumer uuid[], p_mark_version bigint[], p_mark_terminates boolean[], p_mark_keep integer[],
+                INOUT o_ord integer[], INOUT o_state smallint[], INOUT o_pid integer[], INOUT o_start bigint[], INOUT o_token bigint[])
+            LANGUAGE plpgsql AS $$
+            DECLARE
+                v_bad record;
+                v_state smallint[];
+                v_delivered integer[];
+                v_setting text;
+            BEGIN
+                v_setting := set_config('plan_cache_mode', 'force_generic_plan', true);
+                IF NOT p_synced THEN
+                    v_setting := set_config('synchronous_commit', 'off', true);
+                END IF;
+                v_setting := pg_advisory_xact_lock_shared(p_host)::text;
+                IF cardinality(p_mark_consumer) > 0 THEN
+                    SELECT array_agg(m.owner) INTO v_delivered
+                      FROM unnest(p_mark_owner, p_mark_consumer, p_mark_version) AS m(owner, consumer, version)
+                      JOIN %SCHEMA%.sig_consumer c ON c.consumer_id = m.consumer
+                     WHERE c.last_delivered >= m.version;
+                END IF;
+                SELECT array_agg(q.ord::integer) INTO o_ord
+                  FROM unnest(p_keys, p_ids, p_pids, p_starts, p_tokens, p_firsts, p_counts)
+                       WITH ORDINALITY AS q(key, id, pid, start, token, first, count, ord)
+                  JOIN %SCHEMA%.wf_instance w ON w.instance_key = q.key AND w.id = q.id
+                 WHERE w.owner_pid = q.pid AND w.owner_start = q.start AND w.owner_token = q.token AND w.owner_host = p_host
+                   AND (q.count = 0 OR (SELECT max(l.seq) FROM %SCHEMA%.wf_log l WHERE l.instance_key = q.key) = q.first - 1)
+                   AND (v_delivered IS NULL OR q.ord <> ALL (v_delivered));
+                IF COALESCE(cardinality(o_ord), 0) < cardinality(p_keys) THEN
+                    v_state := array_fill(2::smallint, ARRAY[cardinality(p_keys)]);
+                    FOR i IN 1..COALESCE(cardinality(o_ord), 0) LOOP
+                        v_state[o_ord[i]] := 0;
+                    END LOOP;
+                    -- Held by this claim but not continued by these entries: the whole commit fails.
+                    SELECT q.id, q.first, l.last INTO v_bad
+                      FROM unnest(p_keys, p_ids, p_pids, p_starts, p_tokens, p_firsts, p_counts)
+                           WITH ORDINALITY AS q(key, id, pid, start, token, first, count, ord)
+                      JOIN %SCHEMA%.wf_instance w ON w.instance_key = q.key AND w.id = q.id
+                      CROSS JOIN LATERAL (SELECT COALESCE(max(seq), 0) AS last FROM %SCHEMA%.wf_log WHERE instance_key = q.key) l
+                     WHERE v_state[q.ord] = 2 AND w.owner_pid = q.pid AND w.owner_start = q.start AND w.owner_token = q.token
+                       AND w.owner_host = p_host AND q.count > 0 AND l.last <> q.first - 1
+                     LIMIT 1;
+                    IF FOUND THEN
+                        RAISE EXCEPTION 'instance %''s entries start at %, after %', v_bad.id, v_bad.first, v_bad.last
+                            USING ERRCODE = 'WF001';
+                    END IF;
+                    -- Written (0), gone (2), held by another claim (1, with that claim), or held by
+                    -- this one but carrying a delivery its consumer already had (3).
+                    SELECT array_agg(CASE WHEN v_state[q.ord] = 0 THEN 0 WHEN w.instance_key IS NULL THEN 2
+                                          WHEN w.owner_pid = q.pid AND w.owner_start = q.start AND w.owner_token = q.token
+                                               AND w.owner_host = p_host THEN 3
+                                          ELSE 1 END::smallint ORDER BY q.ord),
+                           array_agg(COALESCE(w.owner_pid, 0) ORDER BY q.ord), array_agg(COALESCE(w.owner_start, 0) ORDER BY q.ord),
+                           array_agg(COALESCE(w.owner_token, 0) ORDER BY q.ord)
+                      INTO o_state, o_pid, o_start, o_token
+                      FROM unnest(p_keys, p_ids, p_pids, p_starts, p_tokens) WITH ORDINALITY AS q(key, id, pid, start, token, ord)
+                      LEFT JOIN %SCHEMA%.wf_instance w ON w.instance_key = q.key AND w.id = q.id;
+                    v_state := o_state;
+                END IF;
+                INSERT INTO %SCHEMA%.wf_log (instance_key, seq, record, logged_ns)
+                SELECT p_keys[e.owner], e.seq, e.rec, p_updated[e.owner]
+                  FROM unnest(p_entry_owner, p_entry_seq, p_records) AS e(owner, seq, rec)
+                 WHERE v_state IS NULL OR v_state[e.owner] = 0;
+                IF 0 <= ANY (p_status) THEN
+                    UPDATE %SCHEMA%.wf_instance w
+                       SET status = q.status, updated_ns = q.updated, updated_seq = GREATEST(w.updated_seq, q.first + q.count - 1)
+                      FROM unnest(p_keys, p_status, p_updated, p_firsts, p_counts) WITH ORDINALITY AS q(key, status, updated, first, count, ord)
+                     WHERE w.instance_key = q.key AND q.status >= 0 AND (v_state IS NULL OR v_state[q.ord] = 0);
+                END IF;
+                IF cardinality(p_snaps) > 0 THEN
+                    INSERT INTO %SCHEMA%.wf_snapshot (instance_key, seq, state)
+                    SELECT p_keys[s.owner], s.seq, s.state
+                      FROM unnest(p_snap_owner, p_snap_seq, p_snaps) AS s(owner, seq, state)
+                     WHERE v_state IS NULL OR v_state[s.owner] = 0
+                    ON CONFLICT (instance_key, seq) DO UPDATE SET state = EXCLUDED.state;
+                END IF;
+                IF cardinality(p_mark_consumer) > 0 THEN
+                    PERFORM %SCHEMA%.sig_apply_mark(m.consumer, m.version, m.terminates, m.keep)
+                       FROM unnest(p_mark_owner, p_mark_consumer, p_mark_version, p_mark_terminates, p_mark_keep)
+                            WITH ORDINALITY AS m(owner, consumer, version, terminates, keep, ord)
+                      WHERE v_state IS NULL OR v_state[m.owner] = 0
+                      ORDER BY m.ord;
+                END IF;
+                COMMIT;
+            END $$
+            """,
+            "DROP PROCEDURE %SCHEMA%.wf_claim",
+            // A claim taken from a host holds its advisory lock, and answers with the instance as it left it.
+            """
+            CREATE OR REPLACE PROCEDURE %SCHEMA%.wf_claim(
+                p_id text, p_old_pid integer, p_old_start bigint, p_old_token bigint, p_old_host bigint,
+                p_pid integer, p_start bigint, p_token bigint, p_host bigint,
+                INOUT o_key bigint, INOUT o_type text, INOUT o_codec text, INOUT o_status smallint, INOUT o_created bigint,
+                INOUT o_updated bigint, INOUT o_last_seq bigint, INOUT o_last_snapshot bigint, INOUT o_code_version text)
+            LANGUAGE plpgsql AS $$
+            DECLARE
+                v_updated_seq bigint;
+            BEGIN
+                IF p_old_host <> 0 THEN
+                    PERFORM pg_advisory_xact_lock(p_old_host);
+                END IF;
+                UPDATE %SCHEMA%.wf_instance
+                   SET owner_pid = p_pid, owner_start = p_start, owner_token = p_token, owner_host = p_host
+                 WHERE id = p_id AND owner_pid = p_old_pid AND owner_start = p_old_start AND owner_token = p_old_token
+                   AND owner_host = p_old_host
+                RETURNING instance_key, workflow_type, codec, status, created_ns, updated_ns, updated_seq, code_version
+                     INTO o_key, o_type, o_codec, o_status, o_created, o_updated, v_updated_seq, o_code_version;
+                IF o_key IS NOT NULL THEN
+                    SELECT l.seq, CASE WHEN l.seq > v_updated_seq AND l.logged_ns <> 0 THEN l.logged_ns ELSE o_updated END
+                      INTO o_last_seq, o_updated
+                      FROM %SCHEMA%.wf_log l WHERE l.instance_key = o_key ORDER BY l.seq DESC LIMIT 1;
+                    SELECT COALESCE(max(s.seq), 0) INTO o_last_snapshot FROM %SCHEMA%.wf_snapshot s WHERE s.instance_key = o_key;
+                END IF;
+                COMMIT;
+            END $$
+            """,
+            """
+            CREATE OR REPLACE PROCEDURE %SCHEMA%.wf_claim_free(
+                p_id text, p_pid integer, p_start bigint, p_token bigint, p_host bigint,
+                INOUT o_key bigint, INOUT o_type text, INOUT o_codec text, INOUT o_status smallint, INOUT o_created bigint,
+                INOUT o_updated bigint, INOUT o_last_seq bigint, INOUT o_last_snapshot bigint, INOUT o_code_version text)
+            LANGUAGE plpgsql AS $$
+            DECLARE
+                v_updated_seq bigint;
+            BEGIN
+                UPDATE %SCHEMA%.wf_instance
+                   SET owner_pid = p_pid, owner_start = p_start, owner_token = p_token, owner_host = p_host
+                 WHERE id = p_id AND owner_pid = 0 AND owner_start = 0 AND owner_token = 0 AND owner_host = 0
+                RETURNING instance_key, workflow_type, codec, status, created_ns, updated_ns, updated_seq, code_version
+                     INTO o_key, o_type, o_codec, o_status, o_created, o_updated, v_updated_seq, o_code_version;
+                IF o_key IS NOT NULL THEN
+                    SELECT l.seq, CASE WHEN l.seq > v_updated_seq AND l.logged_ns <> 0 THEN l.logged_ns ELSE o_updated END
+                      INTO o_last_seq, o_updated
+                      FROM %SCHEMA%.wf_log l WHERE l.instance_key = o_key ORDER BY l.seq DESC LIMIT 1;
+                    SELECT COALESCE(max(s.seq), 0) INTO o_last_snapshot FROM %SCHEMA%.wf_snapshot s WHERE s.instance_key = o_key;
+                END IF;
+                COMMIT;
+            END $$
+            """,
+            """
+            CREATE OR REPLACE PROCEDURE %SCHEMA%.wf_create(
+                p_id text, p_type text, p_codec text, p_status smallint, p_created bigint,
+                p_pid integer, p_start bigint, p_token bigint, p_host bigint, p_records bytea[], p_code_version text,
+                INOUT new_key bigint)
+            LANGUAGE plpgsql AS $$
+            BEGIN
+                INSERT INTO %SCHEMA%.wf_instance (id, workflow_type, codec, status, created_ns, updated_ns,
+                                                  owner_pid, owner_start, owner_token, owner_host, code_version)
+                VALUES (p_id, p_type, p_codec, p_status, p_created, p_created, p_pid, p_start, p_token, p_host, p_code_version)
+                ON CONFLICT (id) DO NOTHING
+                RETURNING instance_key INTO new_key;
+                IF new_key IS NOT NULL THEN
+                    INSERT INTO %SCHEMA%.wf_log (instance_key, seq, record, logged_ns)
+                    SELECT new_key, t.ord, t.rec, p_created FROM unnest(p_records) WITH ORDINALITY AS t(rec, ord);
+                END IF;
+                COMMIT;
+            END $$
+            """,
+            // A delete takes the instance from its host as a claim does.
+            """
+            CREATE OR REPLACE PROCEDURE %SCHEMA%.wf_delete(p_id text, INOUT existed boolean)
+            LANGUAGE plpgsql AS $$
+            DECLARE
+                v_key bigint;
+                v_host bigint;
+            BEGIN
+                existed := false;
+                LOOP
+                    SELECT owner_host INTO v_host FROM %SCHEMA%.wf_instance WHERE id = p_id;
+                    EXIT WHEN NOT FOUND;
+                    IF v_host <> 0 THEN
+                        PERFORM pg_advisory_xact_lock(v_host);
+                    END IF;
+                    -- Another host may have claimed it in between: read again under that host's lock.
+                    DELETE FROM %SCHEMA%.wf_instance WHERE id = p_id AND owner_host = v_host RETURNING instance_key INTO v_key;
+                    IF v_key IS NOT NULL THEN
+                        existed := true;
+                        DELETE FROM %SCHEMA%.wf_log WHERE instance_key = v_key;
+                        DELETE FROM %SCHEMA%.wf_snapshot WHERE instance_key = v_key;
+                        EXIT;
+                    END IF;
+                END LOOP;
+                COMMIT;
+            END $$
+            """,
+            """
+            CREATE OR REPLACE PROCEDURE %SCHEMA%.wf_put_snapshot(p_id text, p_seq bigint, p_state bytea, INOUT existed boolean)
+            LANGUAGE plpgsql AS $$
+            DECLARE
+                v_key bigint;
+            BEGIN
+                SELECT instance_key INTO v_key FROM %SCHEMA%.wf_instance WHERE id = p_id;
+                existed := v_key IS NOT NULL;
+                IF existed THEN
+                    INSERT INTO %SCHEMA%.wf_snapshot (instance_key, seq, state) VALUES (v_key, p_seq, p_state)
+                    ON CONFLICT (instance_key, seq) DO UPDATE SET state = EXCLUDED.state;
+                END IF;
+                COMMIT;
+            END $$
+            """,
+            """
+            CREATE OR REPLACE PROCEDURE %SCHEMA%.wf_set_status(p_id text, p_status smallint, p_time bigint, p_failure text, INOUT changed boolean)
+            LANGUAGE plpgsql AS $$
+            BEGIN
+                UPDATE %SCHEMA%.wf_instance w SET status = p_status, updated_ns = p_time,
+                       updated_seq = (SELECT COALESCE(max(l.seq), 0) FROM %SCHEMA%.wf_log l WHERE l.instance_key = w.instance_key),
+                       failure = CASE WHEN p_status = 2 THEN p_failure END
+                 WHERE id = p_id;
+                changed := FOUND;
+                COMMIT;
+            END $$
+            """,
+        ],
     ]
 
-    /// The statements that made a store of format `format` (1 to 15), as its build ran them.
+    /// The statements that made a store of format `format` (1 to 16), as its build ran them.
     static func statements(through format: Int) -> [String] {
         PostgresSchema.bootstrap + migrations.prefix(format).joined()
     }

@@ -106,7 +106,7 @@ enum PostgresScenario {
     /// Request/response in `grouped` with ``shapeInstances`` instances, each run paired with the
     /// ceiling (`commits` raw `CALL`s of as many rows) and the same shape on raw PostgreSQL
     /// (``rawRequestResponse(clients:server:table:)``, as many commits in flight as the
-    /// engine's), and the same clients with the fence of issue 24's design
+    /// engine's), and the same clients with the engine's fence
     /// (``fencedRequestResponse(clients:server:table:)``), all measured right before it: the
     /// ceiling's figure, each shape's, the engine's against the ceiling, and the engine's against
     /// each shape (each the median of the runs' ratios); and the process's and the server's CPU
@@ -130,7 +130,7 @@ enum PostgresScenario {
             engineDetail: "\(count) instances on PostgreSQL, a client each looping await sendAndWait for \(window) s",
             ceiling: ("raw-\(count)-per-commit", RawTable.detail(rowsPerCommit: count, commits: commits) + ", right before each run of the shape and the engine",
                       table.commitRuns(rowsPerCommit: count, commits: commits)),
-            second: ("fenced", "raw PostgreSQL: the same clients, each CALL also comparing and setting its clients' owner rows in one UPDATE (the fence a commit of issue 24's design needs), up to \(server.concurrentCommits) in flight, for \(window) s", fenced),
+            second: ("fenced", "raw PostgreSQL: the same clients, each CALL also holding its owner's advisory lock shared and inserting only the rows whose owner row names that owner and whose sequence follows their key's highest (the fence of store format 16), up to \(server.concurrentCommits) in flight, for \(window) s", fenced),
             clocks: [.process] + [try table.serverClock()].compactMap { $0 }
         ) { ServiceScenario.acknowledgedPerSecond(hosts, window: window) }
     }
@@ -275,13 +275,15 @@ enum PostgresScenario {
                     COMMIT;
                 END $$
                 """,
-                "CREATE TABLE \(schema).raw_fence (k bigint PRIMARY KEY, owner bigint NOT NULL, last bigint NOT NULL) WITH (fillfactor = 70)",
+                "CREATE TABLE \(schema).raw_fence (k bigint PRIMARY KEY, owner bigint NOT NULL)",
                 """
                 CREATE PROCEDURE \(schema).raw_fenced(p_k bigint[], p_seq bigint[], p_rec bytea[], p_owner bigint[]) LANGUAGE plpgsql AS $$
                 BEGIN
-                    UPDATE \(schema).raw_fence f SET last = q.seq FROM unnest(p_k, p_seq, p_owner) AS q(k, seq, owner)
-                     WHERE f.k = q.k AND f.owner = q.owner AND f.last < q.seq;
-                    INSERT INTO \(schema).raw_log (k, seq, rec) SELECT * FROM unnest(p_k, p_seq, p_rec);
+                    PERFORM pg_advisory_xact_lock_shared(p_owner[1]);
+                    INSERT INTO \(schema).raw_log (k, seq, rec)
+                    SELECT q.k, q.seq, q.rec FROM unnest(p_k, p_seq, p_rec, p_owner) AS q(k, seq, rec, owner)
+                      JOIN \(schema).raw_fence f ON f.k = q.k AND f.owner = q.owner
+                     WHERE COALESCE((SELECT max(l.seq) FROM \(schema).raw_log l WHERE l.k = q.k), 0) < q.seq;
                     COMMIT;
                 END $$
                 """,
@@ -337,10 +339,10 @@ enum PostgresScenario {
             ).wait()
         }
 
-        /// Adds an owner row (`owner`, last sequence 0) for each of `keys` to the fenced procedure's table.
+        /// Adds an owner row (`owner`) for each of `keys` to the fenced procedure's table.
         func addFences(keys: [Int64], owner: Int64) throws {
             _ = try connection.query(
-                "INSERT INTO \(unescaped: schema).raw_fence (k, owner, last) SELECT unnest(\(keys)), \(owner), 0", logger: logger
+                "INSERT INTO \(unescaped: schema).raw_fence (k, owner) SELECT unnest(\(keys)), \(owner)", logger: logger
             ).wait()
             try vacuum(["\(schema).raw_fence"])
         }

@@ -251,11 +251,11 @@ extension PostgresScenario {
         } })
     }
 
-    /// ``rawRequestResponse(clients:server:table:)`` with the fence issue 24 asks of a commit: each
-    /// `CALL` also compares and sets its clients' rows of an owner table (one per client: its
-    /// owner and last sequence) in one `UPDATE` joined to the rows' arrays, as the engine's
-    /// `wf_commit` does for its instances, and nothing else. The least a commit of that design
-    /// costs the server.
+    /// ``rawRequestResponse(clients:server:table:)`` with the engine's fence (store format 16):
+    /// each `CALL` holds its owner's advisory lock shared and inserts only the rows whose owner
+    /// row (one per client) names that owner and whose sequence follows the highest of their key
+    /// in the log, read in the insert's own statement, as the engine's `wf_commit` does for its
+    /// instances, and nothing else. The least a commit with that fence costs the server.
     static func fencedRequestResponse(clients count: Int, server: PostgresConfiguration, table: RawTable) throws -> RawGroupCommitter {
         let record = ByteBuffer(bytes: [UInt8](repeating: 0xAB, count: RawLMDBScenario.recordSize))
         let schema = table.schema

@@ -2,10 +2,15 @@
 -- format reaches the same tables through the deltas (delta_NN.sql: format NN-1 to NN), so
 -- that a column's place is the same either way: a column a delta adds comes last here too.
 
--- The instances: one row each; `last_seq` and `last_snapshot` change with every commit.
--- `owner_*` is the claim (process, its start, a token) and the host that holds it;
--- `code_version` the version the instance started under (rules V1, V4); `failure` why it
--- is failed (kind and description), set with that status.
+-- The instances: one row each, written when an instance is made, claimed, released, or
+-- changes status; a commit that only appends to the log reads it (the fence, in wf_commit)
+-- and leaves it. `owner_*` is the claim (process, its start, a token) and the host that holds
+-- it; `updated_ns` the time of the last status change, made when the log ended at
+-- `updated_seq` (an entry after that is a later change: its `logged_ns` is the instance's time
+-- of last change); `code_version` the version the instance started under (rules V1, V4);
+-- `failure` why it is failed (kind and description), set with that status. An instance's last
+-- sequence and newest snapshot are its log's and its snapshots' highest keys: a commit keeps no
+-- copy of them here.
 CREATE TABLE %SCHEMA%.wf_instance (
     instance_key  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     id            text NOT NULL UNIQUE,
@@ -14,23 +19,26 @@ CREATE TABLE %SCHEMA%.wf_instance (
     status        smallint NOT NULL,
     created_ns    bigint NOT NULL,
     updated_ns    bigint NOT NULL,
-    last_seq      bigint NOT NULL,
-    last_snapshot bigint NOT NULL DEFAULT 0,
     owner_pid     integer NOT NULL DEFAULT 0,
     owner_start   bigint NOT NULL DEFAULT 0,
     owner_token   bigint NOT NULL DEFAULT 0,
     owner_host    bigint NOT NULL DEFAULT 0,
     code_version  text,
-    failure       text
+    failure       text,
+    updated_seq   bigint NOT NULL DEFAULT 0
 ) WITH (fillfactor = 70);
 
 CREATE INDEX wf_instance_owner ON %SCHEMA%.wf_instance (owner_host);
 
--- Each instance's log, by (instance, sequence): the engine's record bytes as they are.
+-- Each instance's log, by (instance, sequence): the engine's record bytes as they are, and
+-- when the commit that wrote an entry was made (`logged_ns`; 0: written before format 16).
+-- The primary key holds the sequences dense: a commit continues an instance's log only from
+-- its highest sequence, and two commits of one sequence cannot both be written.
 CREATE TABLE %SCHEMA%.wf_log (
     instance_key bigint NOT NULL,
     seq          bigint NOT NULL,
     record       bytea NOT NULL,
+    logged_ns    bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (instance_key, seq)
 );
 

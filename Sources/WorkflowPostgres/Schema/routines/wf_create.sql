@@ -5,15 +5,14 @@ CREATE OR REPLACE PROCEDURE %SCHEMA%.wf_create(
     INOUT new_key bigint)
 LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO %SCHEMA%.wf_instance (id, workflow_type, codec, status, created_ns, updated_ns, last_seq,
+    INSERT INTO %SCHEMA%.wf_instance (id, workflow_type, codec, status, created_ns, updated_ns,
                                       owner_pid, owner_start, owner_token, owner_host, code_version)
-    VALUES (p_id, p_type, p_codec, p_status, p_created, p_created, cardinality(p_records), p_pid, p_start, p_token, p_host,
-            p_code_version)
+    VALUES (p_id, p_type, p_codec, p_status, p_created, p_created, p_pid, p_start, p_token, p_host, p_code_version)
     ON CONFLICT (id) DO NOTHING
     RETURNING instance_key INTO new_key;
     IF new_key IS NOT NULL THEN
-        INSERT INTO %SCHEMA%.wf_log (instance_key, seq, record)
-        SELECT new_key, t.ord, t.rec FROM unnest(p_records) WITH ORDINALITY AS t(rec, ord);
+        INSERT INTO %SCHEMA%.wf_log (instance_key, seq, record, logged_ns)
+        SELECT new_key, t.ord, t.rec, p_created FROM unnest(p_records) WITH ORDINALITY AS t(rec, ord);
     END IF;
     COMMIT;
 END $$;

@@ -4,7 +4,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_key bigint;
 BEGIN
-    UPDATE %SCHEMA%.wf_instance SET last_snapshot = GREATEST(last_snapshot, p_seq) WHERE id = p_id RETURNING instance_key INTO v_key;
+    SELECT instance_key INTO v_key FROM %SCHEMA%.wf_instance WHERE id = p_id;
     existed := v_key IS NOT NULL;
     IF existed THEN
         INSERT INTO %SCHEMA%.wf_snapshot (instance_key, seq, state) VALUES (v_key, p_seq, p_state)
