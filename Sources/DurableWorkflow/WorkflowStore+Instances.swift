@@ -249,6 +249,15 @@ extension WorkflowStore {
             .map(\.id)
     }
 
+    /// The running instances this process holds that another live host should run now, where the
+    /// store spreads instances over hosts (PostgreSQL: a host joined, and the spread gives them to
+    /// it); none on a store one process runs. `WorkflowService` hands them over as it runs: it stops
+    /// each at a point where none of its task attempts is in flight, which commits what the
+    /// instance holds and releases it, and the other host adopts it.
+    public func instancesToHandOver(supporting: SupportedCodeVersions = .all) throws -> [String] {
+        try storageCall(instance: nil) { () throws(StorageFailure) in try backend.instancesToHandOver(supporting: supporting) }
+    }
+
     /// The instance `id`, or `nil`.
     public func instance(id: String) throws -> InstanceInfo? {
         try record(id: id)?.info

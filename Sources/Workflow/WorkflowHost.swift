@@ -179,6 +179,17 @@ public final class WorkflowHost<W: Workflow & Sendable>: Sendable where W.Render
         runtime.whenStopped(handler)
     }
 
+    /// Stops the host (as ``stopAndWait()``) only if none of its task attempts is in flight
+    /// (calling out, or its outcome on its way to the log): a point where the instance can move
+    /// to another host without an attempt abandoned, whose call would run again there. From the
+    /// check on, no attempt starts here (one about to start runs after a resume, where the
+    /// instance goes). Whether it stopped; a host with an attempt in flight goes on as it was.
+    public func stopIfNoAttemptsInFlight() async -> Bool {
+        guard runtime.drainGate.startDrainingIfIdle() else { return false }
+        await stopAndWait()
+        return true
+    }
+
     /// Lets the attempts in flight finish and commits their outcomes, for a graceful stop: from
     /// now on no task attempt starts (one not started runs after a resume), those running get
     /// until `deadline` to return, and each outcome is applied and committed before this

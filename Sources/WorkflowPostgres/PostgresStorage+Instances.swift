@@ -191,69 +191,10 @@ extension PostgresStorage {
     }
 
     /// Tries again the releases that failed; those that fail again stay for the next time.
-    private func retryReleases() throws(StorageFailure) {
+    func retryReleases() throws(StorageFailure) {
         for (id, claim) in unreleased.withLock({ $0 }) {
             try release(id: id, claim: claim)
         }
-    }
-
-    /// The ids of the running instances this process should take over, in id order: those nobody
-    /// holds and those whose host's lease ran out (a host of this machine whose process is
-    /// provably dead has its lease ended first: its instances are listed at once), spread by a
-    /// hash of the id over the live hosts
-    /// that call this method (each goes to one of them; when one joins or leaves, some move;
-    /// processes that never call it, such as tools, get none). Empty while this
-    /// process's own lease is not held. A service calls it every few seconds and resumes each
-    /// (`store.resume(id:as:configuration:)`): replay rebuilds the state, and workers restart
-    /// with the idempotency keys they had. The instances of this process's stopped hosts whose
-    /// claims could not be cleared then (the server was out of reach) are released first, so
-    /// they are listed too.
-    ///
-    /// `supporting` names the code versions this host runs (rule V4; it is recorded with the
-    /// host for the others to see): an instance goes only to the live hosts that run its code
-    /// version, spread over them alone, so that a takeover never moves an instance onto a host
-    /// that cannot replay it, and one that no live host runs waits for one that does.
-    public func instancesAwaitingHost(supporting: SupportedCodeVersions) throws(StorageFailure) -> [String]? {
-        try instancesToTakeOver(supporting: supporting)
-    }
-
-    public func instancesToTakeOver(supporting: SupportedCodeVersions = .all) throws(StorageFailure) -> [String] {
-        guard let lease, lease.isHeld else { return [] }
-        do {
-            try lease.markTakesOver()
-        } catch {
-            throw storageFailure(error, operation: "list instances to take over")
-        }
-        try publish(supporting)
-        try retryReleases()
-        try endLeasesOfDeadLocalHosts()
-        typealias Candidate = (id: String, codeVersion: String?)
-        let (candidates, liveHosts) = try run("list instances to take over") { connection -> ([Candidate], [(Int64, SupportedCodeVersions)]) in
-            let candidates = try self.rows(
-                """
-                SELECT i.id, i.code_version FROM \(unescaped: self.schema).wf_instance i
-                  LEFT JOIN \(unescaped: self.schema).wf_host h ON h.host_id = i.owner_host AND h.lease_until > clock_timestamp()
-                 WHERE i.status = 0 AND (i.owner_pid = 0 OR (i.owner_host <> 0 AND h.host_id IS NULL))
-                 ORDER BY i.id COLLATE "C"
-                """, on: connection
-            ).map { row -> Candidate in try row.decode((String, String?).self) }
-            let hosts = try self.rows(
-                """
-                SELECT host_id, code_versions, runs_unversioned FROM \(unescaped: self.schema).wf_host
-                 WHERE lease_until > clock_timestamp() AND takes_over ORDER BY host_id
-                """, on: connection
-            ).map { row -> (Int64, SupportedCodeVersions) in
-                let (host, versions, unversioned) = try row.decode((Int64, [String]?, Bool).self)
-                return (host, versions.map { .only(Set($0), unversioned: unversioned) } ?? .all)
-            }
-            return (candidates, hosts)
-        }
-        guard liveHosts.contains(where: { $0.0 == lease.id }) else { return [] }
-        return candidates.filter { candidate in
-            let runners = liveHosts.filter { $0.1.contains(candidate.codeVersion) }.map(\.0)
-            guard let index = runners.firstIndex(of: lease.id) else { return false }
-            return Int(Self.stableHash(candidate.id) % UInt64(runners.count)) == index
-        }.map(\.id)
     }
 
     /// Ends the lease of each other host of this machine whose process is provably dead (gone,
@@ -261,7 +202,7 @@ extension PostgresStorage {
     /// instances are then taken over at once, by the live hosts of any machine, rather than when
     /// its lease runs out. Only a host of the same machine can tell; hosts of older formats, whose
     /// process is not recorded, wait for their leases.
-    private func endLeasesOfDeadLocalHosts() throws(StorageFailure) {
+    func endLeasesOfDeadLocalHosts() throws(StorageFailure) {
         let hosts = try run("list the hosts of this machine") { connection -> [(Int64, Int32, Int64)] in
             try self.rows(
                 """
@@ -281,7 +222,7 @@ extension PostgresStorage {
     }
 
     /// Records with this host the code versions it runs, when they changed.
-    private func publish(_ supported: SupportedCodeVersions) throws(StorageFailure) {
+    func publish(_ supported: SupportedCodeVersions) throws(StorageFailure) {
         guard publishedCodeVersions.withLock({ $0 }) != supported else { return }
         let versions = supported.versions.map { $0.sorted() }
         try write("record the host's code versions") { connection in
@@ -291,16 +232,6 @@ extension PostgresStorage {
                 """, on: connection)
         }
         publishedCodeVersions.withLock { $0 = supported }
-    }
-
-    /// FNV-1a of the id's UTF-8 bytes: the same in every process (unlike `hashValue`).
-    static func stableHash(_ id: String) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in id.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
-        return hash
     }
 
     /// Who holds an instance, as far as taking it over goes.

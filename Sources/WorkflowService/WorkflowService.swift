@@ -31,7 +31,10 @@ import WorkflowLocks
 /// While it runs, the service also adopts, every `adoptionInterval`, the running instances of
 /// its types that no live host holds: those an operator resumed (`wfctl resume`), those a
 /// crashed process left, and on PostgreSQL those of hosts whose lease ran out, as the store
-/// spreads them over the live hosts that run their code version.
+/// spreads them over the live hosts that run their code version. On PostgreSQL it also hands
+/// over, in the same pass, the instances the spread now gives another host (one that joined):
+/// each once none of its task attempts is in flight, by stopping it (what it holds is
+/// committed, its claim released), and the other host adopts it.
 public final class WorkflowService: Service, Sendable {
     /// Where the service is in its life.
     public enum State: Sendable, Equatable {
@@ -71,6 +74,9 @@ public final class WorkflowService: Service, Sendable {
         let resumeAll: @Sendable (WorkflowService) throws -> ResumeCounts
         /// Adopts the type's instances that no live host holds; how many it adopted.
         let adoptWaiting: @Sendable (WorkflowService) throws -> Int
+        /// Stops the type's instances the store gives another live host now, each once no task
+        /// attempt of it is in flight (its release hands it over); how many it stopped.
+        let handOver: @Sendable (WorkflowService, [String]) async -> Int
     }
 
     /// A host the service runs (a `WorkflowHost` of a registered type), with how to stop it.
@@ -189,6 +195,8 @@ public final class WorkflowService: Service, Sendable {
                 }
             }
             return adopted
+        } handOver: { service, ids in
+            await service.handOver(ids.compactMap { id in service.host(id: id, as: W.self).map { (id, $0) } })
         }
         shared.withLock { $0.registrations[ObjectIdentifier(W.self)] = registration }
     }
@@ -386,6 +394,7 @@ public final class WorkflowService: Service, Sendable {
                                 self.logger.warning("could not list the instances awaiting a host", metadata: ["error": "\(error)"])
                             }
                         }
+                        await self.handOverToOtherHosts(registrations)
                     }
                 }
             }
@@ -401,6 +410,49 @@ public final class WorkflowService: Service, Sendable {
             }
             await tasks.next()
             tasks.cancelAll()
+        }
+    }
+
+    /// Hands over the instances the store gives another live host now (on PostgreSQL, to a host
+    /// that joined: ``WorkflowStore/instancesToHandOver(supporting:)``), at most
+    /// ``handOverBatch`` a pass, with one log line for those it handed over.
+    private func handOverToOtherHosts(_ registrations: [Registration]) async {
+        let leaving: [String]
+        do {
+            leaving = try store.instancesToHandOver()
+        } catch {
+            logger.warning("could not list the instances to hand over", metadata: ["error": "\(error)"])
+            return
+        }
+        guard !leaving.isEmpty else { return }
+        var handed = 0
+        for registration in registrations where !Task.isCancelled && handed < Self.handOverBatch {
+            handed += await registration.handOver(self, Array(leaving.prefix(Self.handOverBatch - handed)))
+        }
+        if handed > 0 {
+            logger.info("handed instances over to the hosts the store gives them", metadata: [
+                "handed_over": "\(handed)", "to_hand_over": "\(leaving.count)",
+            ])
+        }
+    }
+
+    /// How many instances one pass hands over at most: a host that joins takes its share over a
+    /// few adoption intervals, not in one burst of replays.
+    static let handOverBatch = 50
+
+    /// Stops each of `hosts` that has no task attempt in flight, all at once
+    /// (`WorkflowHost.stopIfNoAttemptsInFlight()`): its stop commits what it holds and releases
+    /// the instance for the host the store gives it to. One with an attempt in flight is left
+    /// for a later pass, so that handing over never abandons an attempt (whose call would then
+    /// run again on the other host). Not while the service shuts down. How many it stopped.
+    private func handOver<W: DurableWorkflow>(_ hosts: [(id: String, host: WorkflowHost<W>)]) async -> Int
+    where W.Rendering: Sendable, W.Output: Sendable {
+        guard state == .running else { return 0 }
+        return await withTaskGroup(of: Bool.self) { group in
+            for (_, host) in hosts {
+                group.addTask { await host.stopIfNoAttemptsInFlight() }
+            }
+            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
     }
 

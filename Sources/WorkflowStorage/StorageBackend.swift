@@ -40,6 +40,9 @@ public protocol StorageBackend: AnyObject, Sendable {
     /// The ids of the running instances a service of this process should run now, when the
     /// backend decides who takes over what (see the extension's default).
     func instancesAwaitingHost(supporting: SupportedCodeVersions) throws(StorageFailure) -> [String]?
+    /// The ids of the running instances this process holds that another live host should run
+    /// now, when the backend spreads instances over hosts (see the extension's default).
+    func instancesToHandOver(supporting: SupportedCodeVersions) throws(StorageFailure) -> [String]
     /// Sets the instance's status (keeping everything else) and its `failure` (why it failed,
     /// with `failed`; cleared with any other status); `nil` when there is no such instance.
     func setStatus(id: String, to status: InstanceStatus, at time: Int64, failure: String?) throws(StorageFailure) -> StoredInstance?
@@ -149,6 +152,11 @@ extension StorageBackend {
     /// ones, spread over the live hosts that run their code version); `nil` (the default) when
     /// the engine decides from the instances' claims (a claim whose process is gone).
     public func instancesAwaitingHost(supporting: SupportedCodeVersions) throws(StorageFailure) -> [String]? { nil }
+
+    /// The ids of the running instances this process holds that another live host should run
+    /// now, where the backend spreads instances over hosts (PostgreSQL: those the spread gives a
+    /// host that joined); none (the default) where one process runs a store's instances.
+    public func instancesToHandOver(supporting: SupportedCodeVersions) throws(StorageFailure) -> [String] { [] }
 
     public func holderIsAlive(_ instance: StoredInstance) throws(StorageFailure) -> Bool? { nil }
 

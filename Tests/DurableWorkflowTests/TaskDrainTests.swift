@@ -9,7 +9,7 @@ import WorkflowTesting
 
 /// `WorkflowHost.drain(within:)`: a graceful stop lets a task's attempt in flight finish and
 /// commits its outcome, abandons (and logs) one still running at the deadline, and starts no new
-/// attempt (issue 59, point 1).
+/// attempt (issue 59, point 1); `stopIfNoAttemptsInFlight()`, a handover's stop, never abandons one.
 @Suite("Draining a host: task attempts in flight finish and commit, or are logged abandoned and run again once")
 struct TaskDrainTests {
     func configuration(_ gateway: Gateway, clock: any WorkflowClock = SystemClock()) -> DurableConfiguration {
@@ -32,6 +32,26 @@ struct TaskDrainTests {
         // Committed by the drain: another reader of the store sees it before the host stops.
         #expect(try store.entries(of: "p").contains { payload($0).contains("succeeded") })
         await host.stopAndWait()
+
+        let resumed = try store.resume(id: "p", as: Payment.self, configuration: configuration(gateway))
+        #expect(resumed.rendering.state.receipt == "receipt-1")
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(gateway.calls.count == 1)
+        await resumed.stopAndWait()
+    }
+
+    @Test("a handover's stop: refused while an attempt is in flight (the host goes on and commits its outcome), done once none is; the resume calls nothing again")
+    func stopsOnlyWithoutAttemptsInFlight() async throws {
+        let dir = TemporaryDirectory("stop-if-idle")
+        let gateway = Gateway([.succeedAfter(.milliseconds(300))])
+        let store = try WorkflowStore.open(path: dir.path)
+        let host = try store.start(Payment(), id: "p", configuration: configuration(gateway))
+        await waitUntil { gateway.calls.count == 1 }
+        #expect(await !host.stopIfNoAttemptsInFlight(), "stopped with an attempt in flight")
+        await waitUntil { host.rendering.state.receipt != nil }
+        #expect(host.rendering.state.receipt == "receipt-1", "the host did not go on after the refused stop")
+        #expect(await host.stopIfNoAttemptsInFlight())
+        #expect(try store.entries(of: "p").contains { payload($0).contains("succeeded") })
 
         let resumed = try store.resume(id: "p", as: Payment.self, configuration: configuration(gateway))
         #expect(resumed.rendering.state.receipt == "receipt-1")

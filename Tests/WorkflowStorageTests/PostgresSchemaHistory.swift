@@ -1409,6 +1409,7 @@ enum PostgresSchemaHistory {
                 v_setting text;
             BEGIN
                 v_setting := set_config('plan_cache_mode', 'force_generic_plan', true);
+                v_setting := set_config('enable_seqscan', 'off', true);
                 IF NOT p_synced THEN
                     v_setting := set_config('synchronous_commit', 'off', true);
                 END IF;
@@ -1419,12 +1420,16 @@ enum PostgresSchemaHistory {
                       JOIN %SCHEMA%.sig_consumer c ON c.consumer_id = m.consumer
                      WHERE c.last_delivered >= m.version;
                 END IF;
+                -- One probe of each table's primary key per instance: the subqueries' LIMITs keep the
+                -- planner from joining or hashing the whole table instead, and with sequential scans off
+                -- it probes a table of a few pages by its index too (it plans once, for any size).
                 SELECT array_agg(q.ord::integer) INTO o_ord
                   FROM unnest(p_keys, p_ids, p_pids, p_starts, p_tokens, p_firsts, p_counts)
                        WITH ORDINALITY AS q(key, id, pid, start, token, first, count, ord)
-                  JOIN %SCHEMA%.wf_instance w ON w.instance_key = q.key AND w.id = q.id
+                 CROSS JOIN LATERAL (SELECT w.owner_pid, w.owner_start, w.owner_token, w.owner_host FROM %SCHEMA%.wf_instance w
+                                      WHERE w.instance_key = q.key AND w.id = q.id LIMIT 1) w
                  WHERE w.owner_pid = q.pid AND w.owner_start = q.start AND w.owner_token = q.token AND w.owner_host = p_host
-                   AND (q.count = 0 OR (SELECT max(l.seq) FROM %SCHEMA%.wf_log l WHERE l.instance_key = q.key) = q.first - 1)
+                   AND (q.count = 0 OR (SELECT true FROM %SCHEMA%.wf_log l WHERE l.instance_key = q.key AND l.seq = q.first - 1 LIMIT 1))
                    AND (v_delivered IS NULL OR q.ord <> ALL (v_delivered));
                 IF COALESCE(cardinality(o_ord), 0) < cardinality(p_keys) THEN
                     v_state := array_fill(2::smallint, ARRAY[cardinality(p_keys)]);

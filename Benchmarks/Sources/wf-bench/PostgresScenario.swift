@@ -130,7 +130,7 @@ enum PostgresScenario {
             engineDetail: "\(count) instances on PostgreSQL, a client each looping await sendAndWait for \(window) s",
             ceiling: ("raw-\(count)-per-commit", RawTable.detail(rowsPerCommit: count, commits: commits) + ", right before each run of the shape and the engine",
                       table.commitRuns(rowsPerCommit: count, commits: commits)),
-            second: ("fenced", "raw PostgreSQL: the same clients, each CALL also holding its owner's advisory lock shared and inserting only the rows whose owner row names that owner and whose sequence follows their key's highest (the fence of store format 16), up to \(server.concurrentCommits) in flight, for \(window) s", fenced),
+            second: ("fenced", "raw PostgreSQL: the same clients, each CALL also holding its owner's advisory lock shared and inserting only the rows whose owner row names that owner and whose key's row of the sequence before is in the log (the fence of store format 16), up to \(server.concurrentCommits) in flight, for \(window) s", fenced),
             clocks: [.process] + [try table.serverClock()].compactMap { $0 }
         ) { ServiceScenario.acknowledgedPerSecond(hosts, window: window) }
     }
@@ -279,11 +279,13 @@ enum PostgresScenario {
                 """
                 CREATE PROCEDURE \(schema).raw_fenced(p_k bigint[], p_seq bigint[], p_rec bytea[], p_owner bigint[]) LANGUAGE plpgsql AS $$
                 BEGIN
+                    PERFORM set_config('enable_seqscan', 'off', true);
                     PERFORM pg_advisory_xact_lock_shared(p_owner[1]);
                     INSERT INTO \(schema).raw_log (k, seq, rec)
                     SELECT q.k, q.seq, q.rec FROM unnest(p_k, p_seq, p_rec, p_owner) AS q(k, seq, rec, owner)
-                      JOIN \(schema).raw_fence f ON f.k = q.k AND f.owner = q.owner
-                     WHERE COALESCE((SELECT max(l.seq) FROM \(schema).raw_log l WHERE l.k = q.k), 0) < q.seq;
+                     CROSS JOIN LATERAL (SELECT f.owner FROM \(schema).raw_fence f WHERE f.k = q.k LIMIT 1) f
+                     WHERE f.owner = q.owner
+                       AND (SELECT true FROM \(schema).raw_log l WHERE l.k = q.k AND l.seq = q.seq - 1 LIMIT 1);
                     COMMIT;
                 END $$
                 """,
@@ -339,10 +341,14 @@ enum PostgresScenario {
             ).wait()
         }
 
-        /// Adds an owner row (`owner`) for each of `keys` to the fenced procedure's table.
+        /// Adds an owner row (`owner`) for each of `keys` to the fenced procedure's table, and a
+        /// row of sequence 0 to the log (a new instance's first entry), so that a key's rows go on from 1.
         func addFences(keys: [Int64], owner: Int64) throws {
             _ = try connection.query(
                 "INSERT INTO \(unescaped: schema).raw_fence (k, owner) SELECT unnest(\(keys)), \(owner)", logger: logger
+            ).wait()
+            _ = try connection.query(
+                "INSERT INTO \(unescaped: schema).raw_log (k, seq, rec) SELECT unnest(\(keys)), 0, '\\x00'::bytea", logger: logger
             ).wait()
             try vacuum(["\(schema).raw_fence"])
         }

@@ -253,23 +253,29 @@ extension PostgresScenario {
 
     /// ``rawRequestResponse(clients:server:table:)`` with the engine's fence (store format 16):
     /// each `CALL` holds its owner's advisory lock shared and inserts only the rows whose owner
-    /// row (one per client) names that owner and whose sequence follows the highest of their key
-    /// in the log, read in the insert's own statement, as the engine's `wf_commit` does for its
+    /// row (one per client) names that owner and whose key's row of the sequence before is in
+    /// the log, both read in the insert's own statement, as the engine's `wf_commit` does for its
     /// instances, and nothing else. The least a commit with that fence costs the server.
     static func fencedRequestResponse(clients count: Int, server: PostgresConfiguration, table: RawTable) throws -> RawGroupCommitter {
         let record = ByteBuffer(bytes: [UInt8](repeating: 0xAB, count: RawLMDBScenario.recordSize))
         let schema = table.schema
         let keys = (0..<count).map { Int64(3) << 48 | Int64($0) }
         try table.addFences(keys: keys, owner: 1)
-        // One sequence for every committer: a client's next row is always after its last.
-        let sequence = Atomic<Int64>(0)
+        // Each client's rows are numbered 1, 2, ... (dense, as an instance's log: the fence looks
+        // up the one before); a client is in one CALL at a time.
+        let sequences = Mutex([Int64](repeating: 0, count: count))
         return RawGroupCommitter(writers: (0..<server.concurrentCommits).map { _ in {
             let table = try RawTable(server: server, schema: schema)
             return { clients in
-                let next = sequence.add(1, ordering: .relaxed).newValue
+                let next = sequences.withLock { sequences in
+                    clients.map { client in
+                        sequences[client] += 1
+                        return sequences[client]
+                    }
+                }
                 _ = try table.connection.query(
                     """
-                    CALL \(unescaped: schema).raw_fenced(\(clients.map { keys[$0] }), \(Array(repeating: next, count: clients.count)), \
+                    CALL \(unescaped: schema).raw_fenced(\(clients.map { keys[$0] }), \(next), \
                     \(Array(repeating: record, count: clients.count)), \(Array(repeating: Int64(1), count: clients.count)))
                     """,
                     logger: table.logger

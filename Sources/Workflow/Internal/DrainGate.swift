@@ -145,6 +145,21 @@ package final class DrainGate: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// Starts draining (as ``startDraining()``) only if no attempt is in flight, in one step
+    /// with that check: an attempt either began before, and the gate does not drain, or is
+    /// refused after. Whether it drains now.
+    package func startDrainingIfIdle() -> Bool {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>]? in
+            guard state.attempts.isEmpty else { return nil }
+            state.draining = true
+            defer { state.pausedWaiters.removeAll() }
+            return Array(state.pausedWaiters.values)
+        }
+        guard let waiters else { return false }
+        for waiter in waiters { waiter.resume() }
+        return true
+    }
+
     /// Reports every attempt still running as abandoned.
     package func abandonRemaining() {
         let abandon = state.withLock { state -> [(UInt64, @Sendable (UInt64) -> Bool)] in

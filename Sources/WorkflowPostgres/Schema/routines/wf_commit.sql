@@ -13,8 +13,9 @@
 -- reads the log after that; a commit that gets the lock after the change reads the row as the
 -- change left it (each statement reads what was committed when it began) and writes nothing of
 -- that instance. An instance is written only where its row names the claim and the host its
--- changes were made under, its entries continue its log from the log's highest sequence (two
--- commits of one sequence cannot both land: the log's primary key), and none of its delivery
+-- changes were made under, its log holds the entry just before its first (one probe of the
+-- log's primary key; the insert's unique key fails the whole commit where its first is held
+-- already, so two commits of one sequence cannot both land), and none of its delivery
 -- marks is one its consumer already has (the action would apply that signal version twice; the
 -- marks' consumers are looked up once, before it, and only when there are marks). A row is
 -- written only where a status changes.
@@ -31,9 +32,11 @@
 -- doing so for as long as the generic plan's estimated cost stays above those plans' average;
 -- a plan made for given arrays knows their lengths, so a connection whose first commits carry
 -- one instance or a few can plan every later commit's statements again, depending on the
--- tables' statistics. A setting made with `set_config(…, true)` lasts until the procedure's
--- `COMMIT`, as does the advisory lock; an assignment is evaluated without the executor that
--- `PERFORM` starts.
+-- tables' statistics. Every statement of it reads by primary keys (`enable_seqscan` off: a
+-- table of a few pages, such as the instances of a small store, would be scanned whole for
+-- each instance of each commit). A setting made with `set_config(…, true)` lasts until the
+-- procedure's `COMMIT`, as does the advisory lock; an assignment is evaluated without the
+-- executor that `PERFORM` starts.
 CREATE OR REPLACE PROCEDURE %SCHEMA%.wf_commit(
     p_synced boolean, p_host bigint,
     p_keys bigint[], p_ids text[], p_pids integer[], p_starts bigint[], p_tokens bigint[],
@@ -50,6 +53,7 @@ DECLARE
     v_setting text;
 BEGIN
     v_setting := set_config('plan_cache_mode', 'force_generic_plan', true);
+    v_setting := set_config('enable_seqscan', 'off', true);
     IF NOT p_synced THEN
         v_setting := set_config('synchronous_commit', 'off', true);
     END IF;
@@ -60,12 +64,16 @@ BEGIN
           JOIN %SCHEMA%.sig_consumer c ON c.consumer_id = m.consumer
          WHERE c.last_delivered >= m.version;
     END IF;
+    -- One probe of each table's primary key per instance: the subqueries' LIMITs keep the
+    -- planner from joining or hashing the whole table instead, and with sequential scans off
+    -- it probes a table of a few pages by its index too (it plans once, for any size).
     SELECT array_agg(q.ord::integer) INTO o_ord
       FROM unnest(p_keys, p_ids, p_pids, p_starts, p_tokens, p_firsts, p_counts)
            WITH ORDINALITY AS q(key, id, pid, start, token, first, count, ord)
-      JOIN %SCHEMA%.wf_instance w ON w.instance_key = q.key AND w.id = q.id
+     CROSS JOIN LATERAL (SELECT w.owner_pid, w.owner_start, w.owner_token, w.owner_host FROM %SCHEMA%.wf_instance w
+                          WHERE w.instance_key = q.key AND w.id = q.id LIMIT 1) w
      WHERE w.owner_pid = q.pid AND w.owner_start = q.start AND w.owner_token = q.token AND w.owner_host = p_host
-       AND (q.count = 0 OR (SELECT max(l.seq) FROM %SCHEMA%.wf_log l WHERE l.instance_key = q.key) = q.first - 1)
+       AND (q.count = 0 OR (SELECT true FROM %SCHEMA%.wf_log l WHERE l.instance_key = q.key AND l.seq = q.first - 1 LIMIT 1))
        AND (v_delivered IS NULL OR q.ord <> ALL (v_delivered));
     IF COALESCE(cardinality(o_ord), 0) < cardinality(p_keys) THEN
         v_state := array_fill(2::smallint, ARRAY[cardinality(p_keys)]);
