@@ -50,6 +50,7 @@ enum PostgresSchema {
     /// Every function and procedure, by name, as the latest format defines it.
     static let routines: [(name: String, source: [UInt8])] = [
         ("wf_create", PackageResources.wf_create_sql),
+        ("wf_claimed_tail", PackageResources.wf_claimed_tail_sql),
         ("wf_claim", PackageResources.wf_claim_sql),
         ("wf_claim_free", PackageResources.wf_claim_free_sql),
         ("wf_set_status", PackageResources.wf_set_status_sql),

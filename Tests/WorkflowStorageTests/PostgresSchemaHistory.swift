@@ -1489,6 +1489,18 @@ enum PostgresSchemaHistory {
                 COMMIT;
             END $$
             """,
+            // What a claim answers with besides the row: the log's last sequence, the time of last change, the newest snapshot.
+            """
+            CREATE OR REPLACE FUNCTION %SCHEMA%.wf_claimed_tail(
+                p_key bigint, p_updated bigint, p_updated_seq bigint, OUT o_last_seq bigint, OUT o_updated bigint, OUT o_last_snapshot bigint)
+            LANGUAGE plpgsql STABLE AS $$
+            BEGIN
+                SELECT l.seq, CASE WHEN l.seq > p_updated_seq AND l.logged_ns <> 0 THEN l.logged_ns ELSE p_updated END
+                  INTO o_last_seq, o_updated
+                  FROM %SCHEMA%.wf_log l WHERE l.instance_key = p_key ORDER BY l.seq DESC LIMIT 1;
+                SELECT COALESCE(max(s.seq), 0) INTO o_last_snapshot FROM %SCHEMA%.wf_snapshot s WHERE s.instance_key = p_key;
+            END $$
+            """,
             "DROP PROCEDURE %SCHEMA%.wf_claim",
             // A claim taken from a host holds its advisory lock, and answers with the instance as it left it.
             """
@@ -1511,10 +1523,8 @@ enum PostgresSchemaHistory {
                 RETURNING instance_key, workflow_type, codec, status, created_ns, updated_ns, updated_seq, code_version
                      INTO o_key, o_type, o_codec, o_status, o_created, o_updated, v_updated_seq, o_code_version;
                 IF o_key IS NOT NULL THEN
-                    SELECT l.seq, CASE WHEN l.seq > v_updated_seq AND l.logged_ns <> 0 THEN l.logged_ns ELSE o_updated END
-                      INTO o_last_seq, o_updated
-                      FROM %SCHEMA%.wf_log l WHERE l.instance_key = o_key ORDER BY l.seq DESC LIMIT 1;
-                    SELECT COALESCE(max(s.seq), 0) INTO o_last_snapshot FROM %SCHEMA%.wf_snapshot s WHERE s.instance_key = o_key;
+                    SELECT t.o_last_seq, t.o_updated, t.o_last_snapshot INTO o_last_seq, o_updated, o_last_snapshot
+                      FROM %SCHEMA%.wf_claimed_tail(o_key, o_updated, v_updated_seq) t;
                 END IF;
                 COMMIT;
             END $$
@@ -1534,10 +1544,8 @@ enum PostgresSchemaHistory {
                 RETURNING instance_key, workflow_type, codec, status, created_ns, updated_ns, updated_seq, code_version
                      INTO o_key, o_type, o_codec, o_status, o_created, o_updated, v_updated_seq, o_code_version;
                 IF o_key IS NOT NULL THEN
-                    SELECT l.seq, CASE WHEN l.seq > v_updated_seq AND l.logged_ns <> 0 THEN l.logged_ns ELSE o_updated END
-                      INTO o_last_seq, o_updated
-                      FROM %SCHEMA%.wf_log l WHERE l.instance_key = o_key ORDER BY l.seq DESC LIMIT 1;
-                    SELECT COALESCE(max(s.seq), 0) INTO o_last_snapshot FROM %SCHEMA%.wf_snapshot s WHERE s.instance_key = o_key;
+                    SELECT t.o_last_seq, t.o_updated, t.o_last_snapshot INTO o_last_seq, o_updated, o_last_snapshot
+                      FROM %SCHEMA%.wf_claimed_tail(o_key, o_updated, v_updated_seq) t;
                 END IF;
                 COMMIT;
             END $$
