@@ -254,8 +254,8 @@ extension WorkflowStore {
     /// it); none on a store one process runs. `WorkflowService` hands them over as it runs: it stops
     /// each at a point where none of its task attempts is in flight, which commits what the
     /// instance holds and releases it, and the other host adopts it.
-    public func instancesToHandOver(supporting: SupportedCodeVersions = .all) throws -> [String] {
-        try storageCall(instance: nil) { () throws(StorageFailure) in try backend.instancesToHandOver(supporting: supporting) }
+    public func instancesToHandOver() throws -> [String] {
+        try storageCall(instance: nil) { () throws(StorageFailure) in try backend.instancesToHandOver() }
     }
 
     /// The instance `id`, or `nil`.

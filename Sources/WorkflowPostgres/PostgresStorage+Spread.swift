@@ -53,11 +53,12 @@ extension PostgresStorage {
 
     /// The ids of the running instances this host holds that the spread now gives another live
     /// host (one that joined since, or one that runs their code version while this one no longer
-    /// says it does), in id order: a service stops each at a point where none of its task
-    /// attempts is in flight, which commits what it holds and releases it, and the other host
-    /// takes it over within its adoption interval. Empty while this process's own lease is not
-    /// held or before it takes over instances itself.
-    public func instancesToHandOver(supporting: SupportedCodeVersions) throws(StorageFailure) -> [String] {
+    /// says it does: the versions each host last published with ``instancesToTakeOver(supporting:)``),
+    /// in id order: a service stops each at a point where none of its task attempts is in flight,
+    /// which commits what it holds and releases it, and the other host takes it over within its
+    /// adoption interval. Empty while this process's own lease is not held or before it takes
+    /// over instances itself.
+    public func instancesToHandOver() throws(StorageFailure) -> [String] {
         guard let lease, lease.isHeld else { return [] }
         let (held, spread) = try run("list instances to hand over") { connection -> ([(String, String?)], HostSpread) in
             let held = try self.rows(

@@ -414,7 +414,7 @@ public final class WorkflowService: Service, Sendable {
     }
 
     /// Hands over the instances the store gives another live host now (on PostgreSQL, to a host
-    /// that joined: ``WorkflowStore/instancesToHandOver(supporting:)``), at most
+    /// that joined: ``WorkflowStore/instancesToHandOver()``), at most
     /// ``handOverBatch`` a pass, with one log line for those it handed over.
     private func handOverToOtherHosts(_ registrations: [Registration]) async {
         let leaving: [String]

@@ -42,7 +42,7 @@ public protocol StorageBackend: AnyObject, Sendable {
     func instancesAwaitingHost(supporting: SupportedCodeVersions) throws(StorageFailure) -> [String]?
     /// The ids of the running instances this process holds that another live host should run
     /// now, when the backend spreads instances over hosts (see the extension's default).
-    func instancesToHandOver(supporting: SupportedCodeVersions) throws(StorageFailure) -> [String]
+    func instancesToHandOver() throws(StorageFailure) -> [String]
     /// Sets the instance's status (keeping everything else) and its `failure` (why it failed,
     /// with `failed`; cleared with any other status); `nil` when there is no such instance.
     func setStatus(id: String, to status: InstanceStatus, at time: Int64, failure: String?) throws(StorageFailure) -> StoredInstance?
@@ -156,7 +156,7 @@ extension StorageBackend {
     /// The ids of the running instances this process holds that another live host should run
     /// now, where the backend spreads instances over hosts (PostgreSQL: those the spread gives a
     /// host that joined); none (the default) where one process runs a store's instances.
-    public func instancesToHandOver(supporting: SupportedCodeVersions) throws(StorageFailure) -> [String] { [] }
+    public func instancesToHandOver() throws(StorageFailure) -> [String] { [] }
 
     public func holderIsAlive(_ instance: StoredInstance) throws(StorageFailure) -> Bool? { nil }
 
