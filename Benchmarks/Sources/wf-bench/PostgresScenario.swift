@@ -23,6 +23,8 @@ import WorkflowPostgres
 ///   each), against as many processes each committing its share of the rows per raw `CALL`,
 ///   each run pairing the engine's processes with the raw ones.
 ///
+/// The failover time is its own scenario (``PostgresFailoverScenario``, `postgres-failover`).
+///
 /// On one machine, the server shares the two cores with the engine: the ratios say what the
 /// engine adds per commit, not what several machines would reach.
 enum PostgresScenario {

@@ -33,6 +33,7 @@ let scenarios: [(name: String, run: ((runs: Int, scale: Double)) throws -> [Meas
     (ServiceScenario.name, { try ServiceScenario.run(runs: $0.runs, scale: $0.scale) }),
     (SQLiteScenario.name, { try SQLiteScenario.run(runs: $0.runs, scale: $0.scale, ceilings: ceilings) }),
     (PostgresScenario.name, { try PostgresScenario.run(runs: $0.runs, scale: $0.scale) }),
+    (PostgresFailoverScenario.name, { try PostgresFailoverScenario.run(runs: $0.runs) }),
 ]
 let plannedScenarios: [String] = []
 let needCeilings: Set<String> = ["durable", "replay", "sqlite"]
