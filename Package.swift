@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "WorkflowCLI", targets: ["WorkflowCLI"]),
         .library(name: "WorkflowPostgres", targets: ["WorkflowPostgres"]),
         .library(name: "WorkflowService", targets: ["WorkflowService"]),
+        .library(name: "WorkflowConsole", targets: ["WorkflowConsole"]),
         .executable(name: "wfctl", targets: ["wfctl"]),
     ],
     traits: [
@@ -30,6 +31,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.3.0"),
+        // The console's HTTP server (WorkflowConsole, `wfctl serve`), without its optional traits.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0", traits: []),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         // `swift package generate-documentation` (the DocC catalogs); a plugin, built only when run.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -106,7 +110,21 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .executableTarget(name: "wfctl", dependencies: ["WorkflowCLI", "WorkflowExamples", "DurableWorkflow", "WorkflowLMDB"]),
+        // The operator console in the browser (`wfctl serve`): its own target, so that a service's
+        // own wfctl without `serve`, and every service, compiles no HTTP server.
+        .target(
+            name: "WorkflowConsole",
+            dependencies: [
+                "WorkflowCLI", "DurableWorkflow", "WorkflowSignals", "WorkflowStorage", "WorkflowLocks",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            // The page, its style and its script, compiled into the library (served from the binary).
+            resources: [.embedInCode("Assets")]
+        ),
+        .executableTarget(name: "wfctl", dependencies: ["WorkflowCLI", "WorkflowConsole", "WorkflowExamples", "DurableWorkflow", "WorkflowLMDB"]),
         // A swift-log observer.
         .target(name: "WorkflowLogging", dependencies: ["Workflow", .product(name: "Logging", package: "swift-log")]),
 
@@ -201,6 +219,14 @@ let package = Package(
                 "TestWorkflows", "wfctl", "counter-demo", "showcase", "hosts-demo", "WorkflowService",
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The console's JSON API over HTTP, its security, and `wfctl serve` as a separate process.
+        .testTarget(
+            name: "WorkflowConsoleTests",
+            dependencies: [
+                "WorkflowConsole", "WorkflowCLI", "WorkflowExamples", "DurableWorkflow", "WorkflowLMDB", "WorkflowPostgres", "WorkflowSignals",
+                "Workflow", "LMDB", "TestSupport", "wfctl", "counter-demo",
             ]
         ),
         .testTarget(name: "WorkflowTests", dependencies: ["Workflow", "WorkflowTesting", "WorkflowLogging", "TestSupport", "TestWorkflows", "wf-test-child", "WorkflowLocks"]),

@@ -218,10 +218,19 @@ func runStory(store given: String?) -> Never {
         try checkOutcome(store: store)
         say("\nShowcase passed: every job finished with the expected state, each signal was applied exactly")
         say("once, and each hold timer fired at its original deadline.")
+        say("\nSee the store in the browser (timelines, time travel with a diff, signals; Ctrl-C stops it):")
+        say("  \(displayed(wfctl)) serve \(store)")
+        say("then open http://127.0.0.1:8642/")
         exit(0)
     } catch {
         fail("\(error)")
     }
+}
+
+/// `path` relative to the current directory when it lies under it (`.build/debug/wfctl`).
+func displayed(_ path: String) -> String {
+    let here = FileManager.default.currentDirectoryPath + "/"
+    return path.hasPrefix(here) ? String(path.dropFirst(here.count)) : path
 }
 
 /// Every job completed, uploaded all its files, was confirmed once, and its timer fired at its deadline.

@@ -234,6 +234,38 @@ extension WorkflowStore {
             .map(\.info)
     }
 
+    /// How many instances there are of each status, and when the running one that has waited
+    /// longest last changed: counted in the store, never listed into memory.
+    public func instanceSummary() throws -> InstanceSummary {
+        try storageCall(instance: nil) { () throws(StorageFailure) in try backend.instanceSummary() }
+    }
+
+    /// A page of the instances `filter` keeps, in id order, after the instance `after` (from the
+    /// first when `nil`): at most `limit`, read from the store a page at a time, never the whole
+    /// listing at once. A filter few instances meet ends the page early, once `examiningAtMost`
+    /// instances were read: the page then has fewer than `limit` (perhaps none) and a `next` to
+    /// go on from, so that every call stays short on a store of millions.
+    public func instances(
+        matching filter: InstanceFilter = InstanceFilter(), after: String? = nil, limit: Int = 100, examiningAtMost budget: Int = 10_000
+    ) throws -> InstancePage {
+        let limit = max(1, limit)
+        let read = max(limit, min(1_000, budget))
+        var found: [InstanceInfo] = []
+        var cursor = after
+        var examined = 0
+        while true {
+            let page = try storageCall(instance: nil) { () throws(StorageFailure) in try backend.instances(after: cursor, limit: read) }
+            for record in page {
+                examined += 1
+                cursor = record.id
+                let info = record.info
+                if filter.matches(info) { found.append(info) }
+                if found.count == limit || examined >= budget { return InstancePage(instances: found, next: cursor, examined: examined) }
+            }
+            if page.count < read { return InstancePage(instances: found, next: nil, examined: examined) }
+        }
+    }
+
     /// The running instances of root type `workflowType` (a workflow name) that no live host
     /// holds and whose code version `supporting` contains: those a service should run (a
     /// crashed process's, those an operator resumed, a dead PostgreSQL host's as the store

@@ -17,63 +17,12 @@ struct Describe: ParsableCommand {
     @Argument(help: "The instance id.")
     var id: String
 
-    /// The JSON shape of `describe` (documented in docs/wfctl-json.md).
-    struct Report: Codable {
-        struct Wait: Codable {
-            let node: String
-            let key: String
-            /// timer, signal, task or worker.
-            let kind: String
-            /// The timer's deadline, or when a task's next attempt is due (ISO 8601).
-            let due: String?
-            /// The awaited signal's id.
-            let signal: String?
-            /// A task's next attempt.
-            let attempt: Int?
-            /// A plain worker's type.
-            let workerType: String?
-            let idempotencyKey: String
-        }
-        /// A control request (rule O2) the store keeps for the instance.
-        struct Request: Codable {
-            let number: UInt64
-            let verb: String
-            let reason: String?
-            let requestedBy: String
-            let requested: String
-            /// applied, unchanged, refused; `nil` while pending.
-            let outcome: String?
-            let sequence: UInt64?
-            let detail: String?
-            let answeredBy: String?
-        }
-        let instance: InstanceInfo
-        /// Whether the waits are known (the type is registered in this tool).
-        let waitsKnown: Bool
-        let waits: [Wait]
-        /// What control requests did to it, as its log says.
-        let control: InstanceControlState
-        /// Its control requests, oldest first (the last 20).
-        let requests: [Request]
-    }
-
     func run() throws {
         let store = try options.open()
-        guard let instance = try store.instance(id: id) else {
-            throw ToolError.usage("no instance \"\(id)\" in \(store.path); list them with `wfctl list \(store.path)`")
-        }
-        let support = WorkflowTool.types.support(for: instance.workflowType)
-        let waits = try support.map { try $0.state(store, id, nil, true).waits.map(Self.wait) }
-        let control = try store.controlState(of: id)
-        let requests = try store.controlRequests(of: id).suffix(20).map { stored in
-            Report.Request(
-                number: stored.number, verb: stored.request.verb.rawValue, reason: stored.request.reason, requestedBy: stored.request.requestedBy,
-                requested: iso(WallTime(nanosecondsSinceEpoch: stored.request.requested)), outcome: stored.answer?.outcome.rawValue,
-                sequence: stored.answer?.sequence, detail: stored.answer?.detail, answeredBy: stored.answer?.answeredBy)
-        }
-        if options.json {
-            return emit(try json(Report(instance: instance, waitsKnown: waits != nil, waits: waits ?? [], control: control, requests: requests)))
-        }
+        let report = try Reports.describe(store, id: id, types: WorkflowTool.types)
+        if options.json { return emit(try json(report)) }
+        let instance = report.instance, control = report.control, requests = report.requests
+        let waits = report.waitsKnown ? report.waits : nil
         var record = Table("FIELD", "VALUE")
         record.add("id", instance.id)
         record.add("type", instance.workflowType)
@@ -110,23 +59,5 @@ struct Describe: ParsableCommand {
             table.add(wait.node, wait.kind, wait.key, detail.isEmpty ? "-" : detail, wait.idempotencyKey)
         }
         emit(table.text)
-    }
-
-    static func wait(_ wait: StateTree.Wait) -> Report.Wait {
-        let node = wait.path.description, key = wait.key, idempotencyKey = wait.idempotencyKey
-        switch wait.kind {
-        case .timer(let deadline):
-            return .init(node: node, key: key, kind: "timer", due: iso(deadline), signal: nil, attempt: nil, workerType: nil,
-                         idempotencyKey: idempotencyKey)
-        case .signal(let signal):
-            return .init(node: node, key: key, kind: "signal", due: nil, signal: signal, attempt: nil, workerType: nil,
-                         idempotencyKey: idempotencyKey)
-        case .task(let attempt, let notBefore):
-            return .init(node: node, key: key, kind: "task", due: notBefore.map(iso), signal: nil, attempt: attempt, workerType: nil,
-                         idempotencyKey: idempotencyKey)
-        case .worker(let type):
-            return .init(node: node, key: key, kind: "worker", due: nil, signal: nil, attempt: nil, workerType: type,
-                         idempotencyKey: idempotencyKey)
-        }
     }
 }

@@ -28,23 +28,9 @@ struct Log: ParsableCommand {
     @Flag(help: "Keep printing entries as they are appended.")
     var follow = false
 
-    struct Line: Codable {
-        let sequence: UInt64
-        let time: String
-        let origin: String
-        let node: String
-        let action: String
-        let version: Int
-        let payload: JSONValue?
-        let payloadBase64: String
-        let digest: String?
-    }
-
     func run() throws {
         let store = try options.open()
-        guard let instance = try store.instance(id: id) else {
-            throw ToolError.usage("no instance \"\(id)\" in \(store.path); list them with `wfctl list \(store.path)`")
-        }
+        let instance = try Reports.existing(store, id: id)
         if let to, to > instance.lastSequence || to < from {
             throw ToolError.usage("--to \(to) is outside \(from)...\(instance.lastSequence), the log of \(id)")
         }
@@ -62,31 +48,16 @@ struct Log: ParsableCommand {
         } while follow && (to == nil || next <= to!)
     }
 
-    /// An entry's payload as JSON: a control entry's fields (its payload is the engine's own
-    /// binary form), else the payload itself when it is JSON or the binary codec's.
-    static func payload(of entry: LogEntry) -> JSONValue? {
-        if entry.isControl, let control = ControlEntry(entry) {
-            return .object(control.fields.mapValues { value in Int64(value).map(JSONValue.integer) ?? .string(value) })
-        }
-        return JSONValue.parse(entry.payload)
-    }
-
     private func print(_ entries: [LogEntry], header: Bool) {
         if options.json {
-            for entry in entries {
-                let line = Line(
-                    sequence: entry.sequence, time: iso(entry.time), origin: entry.origin.rawValue, node: entry.nodePath.description,
-                    action: entry.actionTag, version: entry.actionVersion, payload: Self.payload(of: entry),
-                    payloadBase64: Data(entry.payload).base64EncodedString(), digest: entry.digest.map { String($0, radix: 16) })
-                emit((try? json(line, pretty: false)) ?? "{}")
-            }
+            for entry in entries { emit((try? json(Reports.logLine(entry), pretty: false)) ?? "{}") }
             return
         }
         var table = Table("SEQ", "TIME", "ORIGIN", "NODE", "ACTION", "PAYLOAD")
         for entry in entries {
             table.add("\(entry.sequence)", iso(entry.time), entry.origin.rawValue, entry.nodePath.description,
                       entry.isProps ? "props" : "\(entry.actionTag)@\(entry.actionVersion)",
-                      entry.isControl ? Self.payload(of: entry).flatMap { try? json($0, pretty: false) } ?? readable(entry.payload) : readable(entry.payload))
+                      entry.isControl ? Reports.payload(of: entry).flatMap { try? json($0, pretty: false) } ?? readable(entry.payload) : readable(entry.payload))
         }
         let text = table.text
         emit(header ? text : text.split(separator: "\n", omittingEmptySubsequences: false).dropFirst().joined(separator: "\n"))

@@ -25,28 +25,28 @@ struct Table {
 }
 
 /// Writes to standard output, unbuffered per line (so `log --follow` shows entries at once).
-func emit(_ text: String) {
+package func emit(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))
 }
 
 /// JSON text for `value` (sorted keys, one line unless `pretty`).
-func json<T: Encodable>(_ value: T, pretty: Bool = true) throws -> String {
+package func json<T: Encodable>(_ value: T, pretty: Bool = true) throws -> String {
     let encoder = JSONEncoder()
     encoder.outputFormatting = pretty ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
     return String(decoding: try encoder.encode(value), as: UTF8.self)
 }
 
 /// A JSON value decoded from bytes, for embedding decoded payloads and states in JSON output.
-indirect enum JSONValue: Codable, Equatable {
+package indirect enum JSONValue: Codable, Equatable, Sendable {
     case null, bool(Bool), integer(Int64), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
 
     /// The value in `bytes` (JSON, or the binary codec's encoding), or `nil` when they are neither.
-    static func parse(_ bytes: [UInt8]) -> JSONValue? {
+    package static func parse(_ bytes: [UInt8]) -> JSONValue? {
         if let text = BinaryPayloadCodec.jsonText(bytes) { return try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) }
         return try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
     }
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() { self = .null }
         else if let value = try? container.decode(Bool.self) { self = .bool(value) }
@@ -57,7 +57,7 @@ indirect enum JSONValue: Codable, Equatable {
         else { self = .object(try container.decode([String: JSONValue].self)) }
     }
 
-    func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .null: try container.encodeNil()
@@ -81,7 +81,7 @@ func readable(_ bytes: [UInt8], limit: Int = 120) -> String {
 }
 
 /// A time as ISO 8601 with milliseconds, UTC.
-func iso(_ time: WallTime) -> String {
+package func iso(_ time: WallTime) -> String {
     let formatter = ISO8601DateFormatter()
     formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
     return formatter.string(from: Date(timeIntervalSince1970: Double(time.nanosecondsSinceEpoch) / 1e9))

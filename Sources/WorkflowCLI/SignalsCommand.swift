@@ -19,45 +19,6 @@ struct Signals: ParsableCommand {
     @Option(help: "Only the signal made from this stable name (SignalID(stableName:)), instead of its id.")
     var stableName: String?
 
-    /// A signal record as `signals --json` prints it (documented in docs/wfctl-json.md).
-    struct Record: Codable {
-        /// Its UUID, as text.
-        let id: String
-        /// The stable name it was made from, when known.
-        let name: String?
-        let latestVersion: UInt64
-        let retainedVersions: [UInt64]
-        let consumers: Int
-        let created: String
-        let updated: String
-
-        init(_ info: SignalInfo) {
-            id = info.id.description
-            name = info.name
-            latestVersion = info.latestVersion
-            retainedVersions = info.retainedVersions
-            consumers = info.consumers
-            created = iso(info.created)
-            updated = iso(info.updated)
-        }
-    }
-
-    struct Detail: Codable {
-        let signal: Record?
-        let versions: [Version]
-        let consumers: [ConsumerInfo]
-        let pending: [PendingDelivery]
-    }
-
-    struct Version: Codable {
-        let version: UInt64
-        let posted: String
-        let terminates: Bool
-        let payload: JSONValue?
-        /// The poster's trace context, when it had a tracer.
-        let traceContext: [String: String]?
-    }
-
     func run() throws {
         let store = try options.open()
         guard let center = try openSignals(store) else {
@@ -69,7 +30,7 @@ struct Signals: ParsableCommand {
         switch (signal, stableName) {
         case (nil, nil):
             let infos = try center.signals()
-            if options.json { return emit(try json(infos.map(Record.init))) }
+            if options.json { return emit(try json(try Reports.signals(center))) }
             var table = Table("SIGNAL", "NAME", "LATEST", "RETAINED", "CONSUMERS", "UPDATED")
             for info in infos {
                 table.add(info.id.description, info.name ?? "-", "\(info.latestVersion)",
@@ -85,13 +46,7 @@ struct Signals: ParsableCommand {
             throw ToolError.usage("give a signal's id or --stable-name, not both")
         }
         let versions = try center.versions(of: id)
-        let detail = Detail(
-            signal: try center.signals().first { $0.id == id }.map(Record.init),
-            versions: versions.map { Version(version: $0.version, posted: iso($0.posted), terminates: $0.terminatesConsumersAfterDelivery,
-                                             payload: JSONValue.parse($0.payload),
-                                             traceContext: $0.traceContext.isEmpty ? nil : $0.traceContext.fields) },
-            consumers: try center.consumers(of: id),
-            pending: try center.pendingDeliveries().filter { $0.consumer.signal == id })
+        let detail = try Reports.signal(id, in: center)
         if options.json { return emit(try json(detail)) }
         var versionTable = Table("VERSION", "POSTED", "TERMINATES", "PAYLOAD")
         for version in versions {

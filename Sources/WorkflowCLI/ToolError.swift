@@ -4,11 +4,16 @@ import WorkflowStorage
 
 /// A failure of a `wfctl` command, with its exit code: 1 a finding (e.g. a divergence), 2 a usage
 /// problem (unknown id, sequence out of range, unregistered type), 3 a store problem.
-struct ToolError: Error {
-    let code: Int32
-    let message: String
+package struct ToolError: Error {
+    package let code: Int32
+    package let message: String
 
-    static func usage(_ message: String) -> ToolError { ToolError(code: 2, message: message) }
+    package init(code: Int32, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    package static func usage(_ message: String) -> ToolError { ToolError(code: 2, message: message) }
     static func finding(_ message: String) -> ToolError { ToolError(code: 1, message: message) }
     /// A replay gate's finding: the exit code of its worst outcome (10 to 13).
     static func gate(_ code: Int32, _ message: String) -> ToolError { ToolError(code: code, message: message) }
@@ -17,7 +22,7 @@ struct ToolError: Error {
     var followsReport: Bool { code == 1 || (10...13).contains(code) }
 
     /// Maps library errors to exit codes.
-    static func from(_ error: any Error) -> ToolError {
+    package static func from(_ error: any Error) -> ToolError {
         switch error {
         case let error as ToolError:
             return error

@@ -17,7 +17,7 @@ import WorkflowSignals
 /// Exit codes: 0 ok, 1 a finding (e.g. a divergence), 2 a usage problem, 3 a store problem.
 /// Read commands open the store read-only, so they are safe against a running service.
 public enum WorkflowTool {
-    @TaskLocal static var types = WorkflowTypes()
+    @TaskLocal package static var types = WorkflowTypes()
 
     /// Parses `arguments`, runs the command and exits with its code; errors are one line on stderr.
     public static func main(types: WorkflowTypes, arguments: [String] = Array(CommandLine.arguments.dropFirst())) -> Never {
@@ -30,14 +30,15 @@ public enum WorkflowTool {
         $types.withValue(types) { run(arguments) }
     }
 
-    /// Runs one command and returns its exit code (for tests and embedding).
-    static func run(_ arguments: [String]) -> Int32 {
+    /// Runs one command of `root` (by default `wfctl`'s own; the console adds `serve`) and
+    /// returns its exit code (for tests and embedding).
+    package static func run(_ arguments: [String], root: any ParsableCommand.Type = WFCtl.self) -> Int32 {
         do {
-            var command = try WFCtl.parseAsRoot(arguments)
+            var command = try root.parseAsRoot(arguments)
             try command.run()
             return 0
         } catch {
-            return report(error, asJSON: arguments.contains("--json"))
+            return report(error, asJSON: arguments.contains("--json"), root: root)
         }
     }
 
@@ -53,14 +54,14 @@ public enum WorkflowTool {
     /// Prints what `error` says where it belongs and returns the exit code: help (asked for with
     /// `--help`, `help` or no command) to stdout with 0; a usage error with its message to stderr
     /// with 2; anything else as ``ToolError`` maps it.
-    private static func report(_ error: any Error, asJSON: Bool) -> Int32 {
+    private static func report(_ error: any Error, asJSON: Bool, root: any ParsableCommand.Type) -> Int32 {
         if !(error is ToolError) {
-            switch WFCtl.exitCode(for: error) {
+            switch root.exitCode(for: error) {
             case .success:
-                emit(WFCtl.fullMessage(for: error))
+                emit(root.fullMessage(for: error))
                 return 0
             case .validationFailure:
-                FileHandle.standardError.write(Data((WFCtl.fullMessage(for: error) + "\n").utf8))
+                FileHandle.standardError.write(Data((root.fullMessage(for: error) + "\n").utf8))
                 return 2
             default:
                 break
@@ -80,8 +81,10 @@ public enum WorkflowTool {
 }
 
 /// The root command.
-struct WFCtl: ParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct WFCtl: ParsableCommand {
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
         commandName: "wfctl",
         abstract: "Inspect, replay and maintain a durable workflow store.",
         discussion: """
@@ -108,7 +111,7 @@ struct ReadOptions: ParsableArguments {
 
 /// The store at `location`: an LMDB directory, or a `postgres://` URL (when the tool was built
 /// with the package's Postgres trait).
-func openStore(_ location: String, readOnly: Bool) throws -> WorkflowStore {
+package func openStore(_ location: String, readOnly: Bool) throws -> WorkflowStore {
     if location.hasPrefix("postgres://") || location.hasPrefix("postgresql://") {
         #if Postgres
         guard var configuration = PostgresConfiguration(url: location) else {
@@ -124,7 +127,7 @@ func openStore(_ location: String, readOnly: Bool) throws -> WorkflowStore {
 }
 
 /// Opens the signal subsystem of a store read-only; `nil` when the store has never had signals.
-func openSignals(_ store: WorkflowStore) throws -> SignalCenter? {
+package func openSignals(_ store: WorkflowStore) throws -> SignalCenter? {
     do {
         return try SignalCenter.open(store: store, processIdentity: "wfctl-\(getpid())", configuration: .init(pollInterval: .seconds(3600)))
     } catch let error as SignalError where error.storageFailure?.kind == .notFound {

@@ -4,10 +4,10 @@ import Workflow
 /// The workflow types a tool can rebuild state for (time travel, `verify`). Register each root
 /// workflow type with the configuration its instances run with (its action registry and codec).
 public struct WorkflowTypes: Sendable {
-    struct Support: Sendable {
+    package struct Support: Sendable {
         /// The state of an instance at a sequence (default: the last); the flag says whether
         /// replay checks recorded digests.
-        let state: @Sendable (WorkflowStore, String, UInt64?, Bool) throws -> StateTree
+        package let state: @Sendable (WorkflowStore, String, UInt64?, Bool) throws -> StateTree
         /// Verifies an instance; the flag says whether replay checks recorded digests.
         let verify: @Sendable (WorkflowStore, String, Bool) throws -> VerificationReport
         /// What this build would make of an instance (the replay gate), with the configuration as registered.
@@ -46,7 +46,7 @@ public struct WorkflowTypes: Sendable {
             configuration: configuration)
     }
 
-    func support(for workflowType: String) -> Support? { supports[workflowType] }
+    package func support(for workflowType: String) -> Support? { supports[workflowType] }
 
     /// The registered type names.
     public var names: [String] { supports.keys.sorted() }

@@ -47,6 +47,8 @@ extension LMDBStorage {
     private func storedRecord(
         id: String, _ txn: borrowing Transaction<some TransactionMode>
     ) throws -> (instance: StoredInstance, journaledFrom: UInt64)? {
+        // An id longer than a key can be names no instance (an operator's typo, a URL's garbage).
+        if id.utf8.count > environment.maxKeySize { return nil }
         guard let base = try txn.value(forKey: id, in: layout.instances, { IndexRecord.decodeStatic($0, id: id) }) else {
             if try txn.contains(id, in: layout.instances) { throw damagedRecord(id) }
             return nil
@@ -57,7 +59,7 @@ extension LMDBStorage {
         return indexed
     }
 
-    private func damagedRecord(_ id: String) -> StorageFailure {
+    func damagedRecord(_ id: String) -> StorageFailure {
         failure(.corrupted, "read the index", "the index record of instance \(id) is missing or corrupt",
                 recovery: "Restore the store from a copy")
     }
@@ -78,6 +80,58 @@ extension LMDBStorage {
                     return true
                 }
                 return found
+            }
+        }
+    }
+
+    /// A page along the instances database (keyed by id, in byte order): each instance as
+    /// ``instance(id:)`` reads it, its journal tail looked up for it alone.
+    public func instances(after: String?, limit: Int) throws(StorageFailure) -> [StoredInstance] {
+        guard limit > 0 else { return [] }
+        // The cursor starts at `after` (at most a key's length of it: no longer id can be a key)
+        // and steps over the keys up to it.
+        let start = after.flatMap { id -> String? in
+            var length = 0
+            let prefix = String(String.UnicodeScalarView(id.unicodeScalars.prefix { scalar in
+                length += UTF8.width(scalar)
+                return length <= environment.maxKeySize
+            }))
+            return prefix.isEmpty ? nil : prefix
+        }
+        let after = after.map { Array($0.utf8) }
+        return try call {
+            try environment.read { txn in
+                var found: [StoredInstance] = []
+                try txn.forEach(in: layout.instances, from: start) { key, value in
+                    if let after, !after.lexicographicallyPrecedes(key) { return true }
+                    let id = try String(lmdbBytes: key)
+                    guard let base = IndexRecord.decodeStatic(value, id: id),
+                          let indexed = try txn.value(forKey: base.key, in: layout.state, { IndexRecord.withState(base, $0) })
+                    else { throw damagedRecord(id) }
+                    found.append(try updatedByJournal(indexed, txn).instance)
+                    return found.count < limit
+                }
+                return found
+            }
+        }
+    }
+
+    /// One pass over the index, as ``instances()`` reads it, keeping counts instead of records.
+    public func instanceSummary() throws(StorageFailure) -> InstanceSummary {
+        try call {
+            try environment.read { txn in
+                var summary = InstanceSummary()
+                var tails: [UInt64: JournalTail]?
+                try txn.forEach(in: layout.instances) { key, value in
+                    let id = try String(lmdbBytes: key)
+                    if let base = IndexRecord.decodeStatic(value, id: id),
+                       let indexed = try txn.value(forKey: base.key, in: layout.state, { IndexRecord.withState(base, $0) }) {
+                        if indexed.journaledFrom > 0, tails == nil { tails = try lastJournalEntries(txn) }
+                        summary.add(indexed.journaledFrom > 0 ? indexed.instance.advanced(to: tails?[base.key]) : indexed.instance)
+                    }
+                    return true
+                }
+                return summary
             }
         }
     }

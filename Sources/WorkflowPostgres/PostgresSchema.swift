@@ -22,7 +22,7 @@ import Foundation
 /// sequences: the engine supplies them and the commit procedure checks they continue the log.
 enum PostgresSchema {
     /// The format this library writes: the number of the newest delta or routine change.
-    static let format = 16
+    static let format = 17
 
     /// The advisory lock key that serializes migrations (any hosts, any schema of the database).
     static let migrationLock: Int64 = 0x5746_4D49_4752_4154  // "WFMIGRAT"
@@ -45,6 +45,7 @@ enum PostgresSchema {
         14: PackageResources.delta_14_sql,
         15: PackageResources.delta_15_sql,
         16: PackageResources.delta_16_sql,
+        17: PackageResources.delta_17_sql,
     ]
 
     /// Every function and procedure, by name, as the latest format defines it.

@@ -73,6 +73,44 @@ extension PostgresStorage {
         }
     }
 
+    /// A page along `wf_instance_id_bytes` (ids in byte order, whatever the collation).
+    public func instances(after: String?, limit: Int) throws(StorageFailure) -> [StoredInstance] {
+        guard limit > 0 else { return [] }
+        return try run("list instances") { connection -> [StoredInstance] in
+            let rows: [PostgresRow]
+            if let after {
+                rows = try self.rows(
+                    "SELECT \(unescaped: self.instanceColumns) FROM \(unescaped: self.instanceTables) WHERE i.id COLLATE \"C\" > \(after) ORDER BY i.id COLLATE \"C\" LIMIT \(limit)",
+                    on: connection)
+            } else {
+                rows = try self.rows(
+                    "SELECT \(unescaped: self.instanceColumns) FROM \(unescaped: self.instanceTables) ORDER BY i.id COLLATE \"C\" LIMIT \(limit)",
+                    on: connection)
+            }
+            return try rows.map { try self.storedInstance($0) }
+        }
+    }
+
+    /// Counts by status from the rows alone; the oldest change of the running ones with their
+    /// logs' last entries (as ``instanceColumns`` reads it).
+    public func instanceSummary() throws(StorageFailure) -> InstanceSummary {
+        try run("count instances") { connection -> InstanceSummary in
+            var summary = InstanceSummary()
+            for row in try self.rows("SELECT status, count(*) FROM \(unescaped: self.schema).wf_instance GROUP BY status", on: connection) {
+                let (code, count) = try row.decode((Int16, Int64).self)
+                summary.counts[try Self.status(code, id: "(count)"), default: 0] += Int(count)
+            }
+            let running = Self.code(.running)
+            let oldest = try self.rows(
+                """
+                SELECT min(CASE WHEN l.seq > i.updated_seq AND l.logged_ns <> 0 THEN l.logged_ns ELSE i.updated_ns END) \
+                FROM \(unescaped: self.instanceTables) WHERE i.status = \(running)
+                """, on: connection)
+            summary.oldestRunningUpdate = try oldest.first?.decode(Int64?.self)
+            return summary
+        }
+    }
+
     public func instanceIDs() throws(StorageFailure) -> [String] {
         try run("list instances") { connection -> [String] in
             try self.rows("SELECT id FROM \(unescaped: self.schema).wf_instance ORDER BY id COLLATE \"C\"", on: connection)

@@ -29,6 +29,13 @@ public protocol StorageBackend: AnyObject, Sendable {
     func instance(id: String) throws(StorageFailure) -> StoredInstance?
     /// Every instance whose index record reads, in id order.
     func instances() throws(StorageFailure) -> [StoredInstance]
+    /// A page of the listing: up to `limit` instances in id order (byte order of their UTF-8),
+    /// those after `after` (from the first when `nil`), read without reading the others; a
+    /// damaged index record in the page is a `.corrupted` failure.
+    func instances(after: String?, limit: Int) throws(StorageFailure) -> [StoredInstance]
+    /// How many instances there are of each status, and the oldest time of last change among
+    /// the running ones, counted in the store (one pass or one aggregate), never listed.
+    func instanceSummary() throws(StorageFailure) -> InstanceSummary
     /// The id of every instance, in order, without reading their records (a check lists them
     /// to report each damaged record on its own).
     func instanceIDs() throws(StorageFailure) -> [String]
@@ -159,6 +166,24 @@ extension StorageBackend {
     public func instancesToHandOver() throws(StorageFailure) -> [String] { [] }
 
     public func holderIsAlive(_ instance: StoredInstance) throws(StorageFailure) -> Bool? { nil }
+
+    /// Counted from ``instances()``: right for a backend that holds its instances in memory.
+    public func instanceSummary() throws(StorageFailure) -> InstanceSummary {
+        var summary = InstanceSummary()
+        for instance in try instances() { summary.add(instance) }
+        return summary
+    }
+
+    /// A page cut from ``instances()``: right for a backend that holds its instances in memory,
+    /// a whole read of the others for one that does not (LMDB and PostgreSQL read one page).
+    public func instances(after: String?, limit: Int) throws(StorageFailure) -> [StoredInstance] {
+        func bytes(_ id: String) -> [UInt8] { Array(id.utf8) }
+        let after = after.map(bytes)
+        return Array(try instances()
+            .filter { after?.lexicographicallyPrecedes(bytes($0.id)) ?? true }
+            .sorted { bytes($0.id).lexicographicallyPrecedes(bytes($1.id)) }
+            .prefix(max(0, limit)))
+    }
 
     /// A backend of a user's own that keeps no control requests refuses them (the contract suite
     /// checks the built-in backends' own).

@@ -1,7 +1,9 @@
 // wfctl: the inspect/replay tool, with the project's example workflows registered.
-// A service builds its own in a few lines: see WorkflowTool in the WorkflowCLI library.
+// A service builds its own in a few lines: see WorkflowTool in the WorkflowCLI library (without
+// `serve`), or WorkflowConsoleTool in WorkflowConsole (with it).
 import DurableWorkflow
 import WorkflowCLI
+import WorkflowConsole
 import WorkflowExamples
 import WorkflowSignals
 
@@ -15,4 +17,4 @@ types.register(Order.self) { store in
     configuration.host.provide(try SignalCenter.open(store: store, processIdentity: "wfctl"))
     return configuration
 }
-WorkflowTool.main(types: types)
+WorkflowConsoleTool.main(types: types)

@@ -4,7 +4,7 @@ import Testing
 
 @Suite("The README's durable counter demo")
 struct CounterDemoTests {
-    var demoPath: String { (ChildProcess.helperPath as NSString).deletingLastPathComponent + "/counter-demo" }
+    var demoPath: String { ChildProcess.builtProduct("counter-demo") }
 
     @Test("counter-demo killed with SIGKILL resumes from the last count it printed")
     func survivesKill() throws {

@@ -26,6 +26,18 @@ public final class ChildProcess {
         return besideRunner
     }
 
+    /// The path of `name`, an executable product built beside the helper (`wfctl`, the demos).
+    public static func builtProduct(_ name: String) -> String {
+        (helperPath as NSString).deletingLastPathComponent + "/" + name
+    }
+
+    /// Runs the built product `name` to its end: its exit code and output (stdout and stderr).
+    public static func run(product name: String, _ arguments: [String], input: String? = nil) throws -> (code: Int32, lines: [String]) {
+        let child = try ChildProcess(arguments, executable: builtProduct(name), mergeStandardError: true, standardInput: input)
+        let lines = child.readRemainingLines()
+        return (try child.waitForExit(), lines)
+    }
+
     /// Starts `executable` (the helper by default) with `arguments`.
     /// With `mergeStandardError`, the child's stderr goes to the same pipe as its stdout; with
     /// `standardInput`, the child reads that file on its stdin.

@@ -11,7 +11,7 @@ struct WFCtlFindingsTests {
     @Test("--help, help, CMD --help, help CMD and bare wfctl print help on stdout and exit 0")
     func helpEverywhere() throws {
         for arguments in [["--help"], ["help"], [], ["verify", "--help"], ["help", "state"], ["signals", "-h"]] {
-            let path = (ChildProcess.helperPath as NSString).deletingLastPathComponent + "/wfctl"
+            let path = ChildProcess.builtProduct("wfctl")
             let child = try ChildProcess(arguments, executable: path)  // stdout only
             let lines = child.readRemainingLines()
             let code = try child.waitForExit()

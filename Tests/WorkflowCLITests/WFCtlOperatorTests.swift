@@ -258,7 +258,7 @@ struct WFCtlProgressTests {
         let piped = try wfctl(["verify", dir.path])
         #expect(!piped.lines.joined().contains("verified instances"))
         // On a terminal (script(1) gives the command a pseudo-terminal): the progress line, then cleared.
-        let wfctlPath = (ChildProcess.helperPath as NSString).deletingLastPathComponent + "/wfctl"
+        let wfctlPath = ChildProcess.builtProduct("wfctl")
         let child = try ChildProcess(["-qec", "\(wfctlPath) verify \(dir.path)", "/dev/null"], executable: "/usr/bin/script",
                                      mergeStandardError: true)
         let text = child.readRemainingLines().joined(separator: "\n")

@@ -41,7 +41,7 @@ struct WFCtlPostgresTests {
     @Test("the hosts demo: two hosts share four instances; when one is killed, the other takes its instances over")
     func hostsDemo() async throws {
         let url = try #require(freshStoreURL())
-        let demo = (ChildProcess.helperPath as NSString).deletingLastPathComponent + "/hosts-demo"
+        let demo = ChildProcess.builtProduct("hosts-demo")
         let create = try ChildProcess(["create", url, "4"], executable: demo, mergeStandardError: true)
         #expect(create.readRemainingLines() == ["created 4 instances, held by no host"])
         #expect(try create.waitForExit() == 0)

@@ -12,10 +12,7 @@ import WorkflowSignals
 
 /// Runs the built `wfctl` and returns its exit code and output (stdout and stderr).
 func wfctl(_ arguments: [String], input: String? = nil) throws -> (code: Int32, lines: [String]) {
-    let path = (ChildProcess.helperPath as NSString).deletingLastPathComponent + "/wfctl"
-    let child = try ChildProcess(arguments, executable: path, mergeStandardError: true, standardInput: input)
-    let lines = child.readRemainingLines()
-    return (try child.waitForExit(), lines)
+    try ChildProcess.run(product: "wfctl", arguments, input: input)
 }
 
 /// A store with a counter instance of `increments` actions; returns the live state after each sequence.
@@ -77,6 +74,14 @@ struct WFCtlTests {
         let state = try wfctl(["state", dir.path, "counter"])
         #expect(state.lines.first?.hasPrefix("counter at sequence 13") == true)
         #expect(state.lines.last == "/Counter  12")
+
+        // What changed between two points, as a table and as JSON (docs/wfctl-json.md).
+        let diff = try wfctl(["state", dir.path, "counter", "--at", "7", "--diff", "3"])
+        #expect(diff.code == 0 && diff.lines.first == "counter from sequence 3 to 7: 1 change", "\(diff.lines)")
+        #expect(diff.lines.last?.split(separator: " ", omittingEmptySubsequences: true) == ["/Counter", "(all)", "changed", "2", "6"], "\(diff.lines)")
+        let diffJSON = try JSONSerialization.jsonObject(with: Data(try wfctl(["state", dir.path, "counter", "--at", "7", "--diff", "3", "--json"]).lines.joined().utf8)) as! [String: Any]
+        #expect(diffJSON["from"] as? Int == 3 && diffJSON["to"] as? Int == 7)
+        #expect((diffJSON["changes"] as? [[String: Any]])?.first?["before"] as? Int == 2)
     }
 
     @Test("state --at N equals the live state right after action N")
@@ -110,7 +115,7 @@ struct WFCtlTests {
         let dir = TemporaryDirectory("cli-follow")
         let store = try WorkflowStore.open(path: dir.path)
         let host = try store.start(Counter(), id: "counter", configuration: DurableConfiguration(actions: Counter.actions))
-        let path = (ChildProcess.helperPath as NSString).deletingLastPathComponent + "/wfctl"
+        let path = ChildProcess.builtProduct("wfctl")
         let follower = try ChildProcess(["log", dir.path, "counter", "--follow"], executable: path, mergeStandardError: true)
         #expect(follower.readLine()?.hasPrefix("SEQ") == true)
         #expect(follower.readLine()?.hasPrefix("1 ") == true)
@@ -173,7 +178,7 @@ struct WFCtlTests {
     @Test("wfctl against a store another process is writing neither blocks nor disturbs it")
     func liveStore() throws {
         let dir = TemporaryDirectory("cli-live")
-        let demo = (ChildProcess.helperPath as NSString).deletingLastPathComponent + "/counter-demo"
+        let demo = ChildProcess.builtProduct("counter-demo")
         let writer = try ChildProcess([dir.child("store")], executable: demo)
         #expect(writer.readLine() == "started: count = 0")
         for _ in 0..<5 {

@@ -9,7 +9,7 @@ import WorkflowSignals
 
 /// Runs the built `order-service` example.
 private func orderService(_ arguments: [String]) throws -> ChildProcess {
-    let path = (ChildProcess.helperPath as NSString).deletingLastPathComponent + "/order-service"
+    let path = ChildProcess.builtProduct("order-service")
     return try ChildProcess(arguments, executable: path, mergeStandardError: true)
 }
 

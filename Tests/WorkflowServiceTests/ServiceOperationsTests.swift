@@ -56,7 +56,7 @@ struct ServiceOperationsTests {
         try await service.untilRunning()
         #expect(service.runningInstances.isEmpty, "failed instances are not resumed at start")
 
-        let path = (ChildProcess.helperPath as NSString).deletingLastPathComponent + "/wfctl"
+        let path = ChildProcess.builtProduct("wfctl")
         let tool = try ChildProcess(["resume", dir.path, "--failed", "--kind", "unknownActionType"], executable: path, mergeStandardError: true)
         let lines = tool.readRemainingLines(timeout: .seconds(300))
         #expect(try tool.waitForExit() == 0, "\(lines.suffix(3))")

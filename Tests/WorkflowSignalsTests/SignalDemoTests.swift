@@ -5,7 +5,7 @@ import WorkflowSignals
 
 @Suite("The README's signal demo")
 struct SignalDemoTests {
-    var demo: String { (ChildProcess.helperPath as NSString).deletingLastPathComponent + "/signal-demo" }
+    var demo: String { ChildProcess.builtProduct("signal-demo") }
 
     @Test("a consumer killed with SIGKILL between posts gets every version once after it restarts")
     func consumerSurvivesKill() throws {

@@ -2,7 +2,7 @@
 import Foundation
 @testable import WorkflowPostgres
 
-/// The migrations as the builds of formats 1 to 16 ran them, kept as they were: the tests make
+/// The migrations as the builds of formats 1 to 17 ran them, kept as they were: the tests make
 /// stores of every older format from them, as older builds left them, and check that the
 /// library's schema files bring each to the very schema a new store gets
 /// (`PostgresSchemaTests`). The library's schema lives in `Sources/WorkflowPostgres/Schema`; this
@@ -1624,9 +1624,13 @@ enum PostgresSchemaHistory {
             END $$
             """,
         ],
+        [
+            // Format 17: the listing's pages along an index in byte order.
+            "CREATE INDEX wf_instance_id_bytes ON %SCHEMA%.wf_instance (id COLLATE \"C\")",
+        ],
     ]
 
-    /// The statements that made a store of format `format` (1 to 16), as its build ran them.
+    /// The statements that made a store of format `format` (1 to 17), as its build ran them.
     static func statements(through format: Int) -> [String] {
         PostgresSchema.bootstrap + migrations.prefix(format).joined()
     }

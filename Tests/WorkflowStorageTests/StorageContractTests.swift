@@ -36,6 +36,61 @@ struct StorageContractTests {
         #expect(try fresh.backend.instanceIDs() == ["a", "b", "c"])
     }
 
+    @Test("a page of the listing: up to a limit, in byte order, after an id (whether or not it exists); the pages cover every instance once",
+          arguments: BackendKind.allCases)
+    func listingPages(kind: BackendKind) throws {
+        let fresh = try kind.make()
+        // Byte order, not a locale's: "B" < "a" < "b" < "é" (0xC3 0xA9).
+        let ids = ["b", "a", "é", "B", "a/1", "a-2", "c d", "zz"]
+        for id in ids { _ = try fresh.backend.create(Records.new(id)) }
+        let ordered = ids.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        #expect(try fresh.backend.instances(after: nil, limit: 100).map(\.id) == ordered)
+        var pages: [[String]] = []
+        var after: String?
+        while true {
+            let page = try fresh.backend.instances(after: after, limit: 3).map(\.id)
+            if page.isEmpty { break }
+            pages.append(page)
+            after = page.last
+        }
+        #expect(pages.map(\.count) == [3, 3, 2])
+        #expect(pages.joined().map { $0 } == ordered)
+        #expect(try fresh.backend.instances(after: "a0", limit: 2).map(\.id) == ["b", "c d"])
+        #expect(try fresh.backend.instances(after: "zz", limit: 2).map(\.id) == ["é"])
+        #expect(try fresh.backend.instances(after: "é", limit: 2).isEmpty)
+        #expect(try fresh.backend.instances(after: nil, limit: 0).isEmpty)
+        // A page reads what instance(id:) reads.
+        for instance in try fresh.backend.instances(after: nil, limit: 100) { #expect(try fresh.backend.instance(id: instance.id) == instance) }
+    }
+
+    @Test("the summary counts instances by status and finds the oldest time of last change among the running ones, as the listing reads them",
+          arguments: BackendKind.allCases)
+    func summary(kind: BackendKind) throws {
+        let fresh = try kind.make()
+        #expect(try fresh.backend.instanceSummary() == InstanceSummary())
+        for (index, id) in ["a", "b", "c", "d", "e"].enumerated() {
+            _ = try fresh.backend.create(Records.new(id, created: 1_000 + Int64(index)))
+        }
+        _ = try fresh.backend.setStatus(id: "a", to: .completed, at: 5_000, failure: nil)
+        _ = try fresh.backend.setStatus(id: "b", to: .failed, at: 5_000, failure: "corruptEntry: x")
+        _ = try fresh.backend.setStatus(id: "c", to: .paused, at: 5_000, failure: nil)
+        let summary = try fresh.backend.instanceSummary()
+        #expect(summary.counts == [.completed: 1, .failed: 1, .paused: 1, .running: 2], "\(summary)")
+        #expect(summary.total == 5)
+        // d and e run, created at 1,003 and 1,004, unchanged since.
+        #expect(summary.oldestRunningUpdate == 1_003)
+        var listed = InstanceSummary()
+        for instance in try fresh.backend.instances() { listed.add(instance) }
+        #expect(listed == summary)
+    }
+
+    @Test("an id no instance can have (longer than the store's keys) reads as no instance, not as a failure", arguments: BackendKind.allCases)
+    func idTooLong(kind: BackendKind) throws {
+        let fresh = try kind.make()
+        #expect(try fresh.backend.instance(id: String(repeating: "x", count: 5_000)) == nil)
+        #expect(try fresh.backend.instances(after: String(repeating: "x", count: 5_000), limit: 10).isEmpty)
+    }
+
     @Test("a claim is given when the instance is free or its holder may be taken over, and refused otherwise", arguments: BackendKind.allCases)
     func claims(kind: BackendKind) throws {
         let backend = try kind.make().backend

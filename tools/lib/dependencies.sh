@@ -27,3 +27,19 @@ ensure_package() {
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$2" >/dev/null
 }
+
+# ensure_browser: headless Chromium, its WebDriver and Selenium (PyPI), for the console's browser
+# test (Tests/WorkflowConsoleTests/ConsoleBrowserTests.swift, run when WORKFLOW_TEST_BROWSER=1).
+ensure_browser() {
+    local sudo=""
+    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+    if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+        echo "==> chromium and chromium-driver are missing: installing them with apt-get"
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver >/dev/null
+    fi
+    if ! python3 -c "import selenium" >/dev/null 2>&1; then
+        echo "==> selenium is missing: installing it with pip"
+        python3 -m pip install --quiet selenium || python3 -m pip install --quiet --break-system-packages selenium
+    fi
+}

@@ -29,6 +29,9 @@ CREATE TABLE %SCHEMA%.wf_instance (
 ) WITH (fillfactor = 70);
 
 CREATE INDEX wf_instance_owner ON %SCHEMA%.wf_instance (owner_host);
+-- The listing's pages in byte order (the order every backend lists in), whatever the database's
+-- collation: a page after an id is one index range, not a sort of every instance.
+CREATE INDEX wf_instance_id_bytes ON %SCHEMA%.wf_instance (id COLLATE "C");
 
 -- Each instance's log, by (instance, sequence): the engine's record bytes as they are, and
 -- when the commit that wrote an entry was made (`logged_ns`; 0: written before format 16).

@@ -1,0 +1,275 @@
+import DurableWorkflow
+import Foundation
+import Workflow
+import WorkflowCLI
+import WorkflowSignals
+
+/// The console's JSON API, apart from HTTP: each endpoint reads the store (read-only, as `wfctl`'s
+/// read commands do) and answers with the records `wfctl --json` prints (docs/wfctl-json.md), or
+/// with an error and its HTTP status.
+struct ConsoleAPI: Sendable {
+    let store: WorkflowStore
+    let types: WorkflowTypes
+    let configuration: ConsoleConfiguration
+
+    /// An answer: its status and JSON body.
+    struct Answer: Sendable {
+        let status: Int
+        let body: [UInt8]
+
+        static func json<T: Encodable>(_ value: T, status: Int = 200) -> Answer {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            do {
+                return Answer(status: status, body: Array(try encoder.encode(value)))
+            } catch {
+                return failure(500, "the answer could not be encoded: \(error)")
+            }
+        }
+
+        /// `{"error": {"status": N, "message": "..."}}`.
+        static func failure(_ status: Int, _ message: String) -> Answer {
+            struct Failure: Encodable {
+                struct Detail: Encodable {
+                    let status: Int
+                    let message: String
+                }
+                let error: Detail
+            }
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            let body = (try? encoder.encode(Failure(error: .init(status: status, message: message)))).map(Array.init) ?? Array("{}".utf8)
+            return Answer(status: status, body: body)
+        }
+    }
+
+    /// A request's query: its parameters by name.
+    typealias Query = [String: String]
+
+    // MARK: Endpoints
+
+    /// `GET /api/store`: what the store is and holds.
+    struct StoreSummary: Encodable {
+        let location: String
+        let backend: String
+        let formatVersion: UInt32
+        let instances: Int
+        let logEntries: Int
+        let snapshots: Int
+        let usedBytes: Int?
+        let capacityBytes: Int?
+        /// The workflow types this console can rebuild state for (time travel, waits).
+        let registeredTypes: [String]
+        /// Whether the control verbs exist (`--allow-control`).
+        let control: Bool
+    }
+
+    func store(_ query: Query) -> Answer {
+        answering {
+            let statistics = try store.statistics()
+            return StoreSummary(
+                location: Self.redacted(store.path), backend: statistics.backend, formatVersion: statistics.formatVersion,
+                instances: statistics.instances, logEntries: statistics.logEntries, snapshots: statistics.snapshots,
+                usedBytes: statistics.usedBytes, capacityBytes: statistics.capacityBytes, registeredTypes: types.names,
+                control: configuration.allowControl)
+        }
+    }
+
+    /// `GET /api/instances?status=&type=&version=&failed=&updatedSince=&after=&limit=`: a page of
+    /// the listing (``WorkflowStore/instances(matching:after:limit:examiningAtMost:)``).
+    func instances(_ query: Query) -> Answer {
+        answering {
+            var filter = InstanceFilter()
+            if let status = query["status"], !status.isEmpty {
+                guard let parsed = InstanceStatus(rawValue: status) else {
+                    throw Refusal(400, "status \"\(status)\" is none of running, completed, failed, cancelled, paused, terminated")
+                }
+                filter.status = parsed
+            }
+            filter.workflowType = query["type"].flatMap { $0.isEmpty ? nil : $0 }
+            if let version = query["version"], !version.isEmpty { filter.codeVersion = .some(version == "-" ? nil : version) }
+            filter.failedWith = query["failed"].flatMap { $0.isEmpty ? nil : $0 }
+            if let since = query["updatedSince"], !since.isEmpty { filter.updatedSince = try Reports.time(since, option: "updatedSince") }
+            let limit = try Self.number(query["limit"], name: "limit", default: 50, in: 1...1_000)
+            return try store.instances(matching: filter, after: query["after"].flatMap { $0.isEmpty ? nil : $0 }, limit: limit)
+        }
+    }
+
+    /// `GET /api/summary`: how many instances of each status, and the running one that has
+    /// waited longest.
+    struct Summary: Encodable {
+        /// Instances per status (every status, 0 where none).
+        let counts: [String: Int]
+        let total: Int
+        /// When the running instance that has waited longest last changed (ISO 8601), and how
+        /// many seconds ago; absent when none runs.
+        let oldestRunningUpdated: String?
+        let oldestRunningAgeSeconds: Double?
+    }
+
+    func summary(_ query: Query) -> Answer {
+        answering {
+            let summary = try store.instanceSummary()
+            let oldest = summary.oldestRunningUpdate.map { WallTime(nanosecondsSinceEpoch: $0) }
+            return Summary(
+                counts: Dictionary(uniqueKeysWithValues: InstanceStatus.allCases.map { ($0.rawValue, summary.counts[$0] ?? 0) }),
+                total: summary.total, oldestRunningUpdated: oldest.map(iso),
+                oldestRunningAgeSeconds: oldest.map { Double(WallTime.now().nanosecondsSinceEpoch - $0.nanosecondsSinceEpoch) / 1e9 })
+        }
+    }
+
+    /// `GET /api/instances/{id}`: `describe`; for an instance whose replay fails, its record
+    /// all the same, with `waitsError` saying why its waits are unknown.
+    func instance(_ id: String) -> Answer {
+        answering { try Reports.describe(store, id: id, types: types, despiteReplayFailure: true) }
+    }
+
+    /// A page of an instance's log.
+    struct LogPage: Encodable {
+        let entries: [Reports.LogLine]
+        /// The sequence the next page starts at; `nil` at the log's end.
+        let next: UInt64?
+        let lastSequence: UInt64
+    }
+
+    /// `GET /api/instances/{id}/log?from=&limit=`: its entries from `from` (default 1).
+    func log(_ id: String, _ query: Query) -> Answer {
+        answering {
+            let instance = try Reports.existing(store, id: id)
+            let from = try Self.number(query["from"], name: "from", default: 1, in: 1...Int.max)
+            let limit = try Self.number(query["limit"], name: "limit", default: 200, in: 1...5_000)
+            guard UInt64(from) <= instance.lastSequence else {
+                return LogPage(entries: [], next: nil, lastSequence: instance.lastSequence)
+            }
+            let through = min(instance.lastSequence, UInt64(from) + UInt64(limit) - 1)
+            let entries = try store.entries(of: id, from: UInt64(from), through: through)
+            return LogPage(entries: entries.map(Reports.logLine), next: through < instance.lastSequence ? through + 1 : nil,
+                           lastSequence: instance.lastSequence)
+        }
+    }
+
+    /// The state at a sequence, and what changed since another.
+    struct StateAnswer: Encodable {
+        let state: Reports.State
+        let diff: Reports.StateDiff?
+    }
+
+    /// `GET /api/instances/{id}/state?at=N&diff=M`: the state tree at N (default: the last), and
+    /// with `diff`, the changes from M to N field by field (as `wfctl state --at N --diff M`).
+    func state(_ id: String, _ query: Query) -> Answer {
+        answering {
+            let at = try query["at"].flatMap { $0.isEmpty ? nil : $0 }.map { UInt64(try Self.number($0, name: "at", default: 0, in: 0...Int.max)) }
+            let state = try Reports.state(store, id: id, at: at, types: types)
+            guard let text = query["diff"], !text.isEmpty else { return StateAnswer(state: state, diff: nil) }
+            let from = UInt64(try Self.number(text, name: "diff", default: 0, in: 0...Int.max))
+            let before = try Reports.state(store, id: id, at: from, types: types)
+            return StateAnswer(state: state, diff: Reports.diff(from: before, to: state))
+        }
+    }
+
+    /// `GET /api/signals`: every signal record (an empty list when the store has none).
+    func signals(_ query: Query) -> Answer {
+        answering {
+            guard let center = try openSignals(store) else { return [Reports.SignalRecord]() }
+            defer { try? center.stop() }
+            return try Reports.signals(center)
+        }
+    }
+
+    /// `GET /api/signals/{id}` (a UUID, or `?stableName=` with any id): its versions, consumers
+    /// and pending deliveries.
+    func signal(_ text: String, _ query: Query) -> Answer {
+        answering {
+            let id: SignalID
+            if let name = query["stableName"], !name.isEmpty {
+                id = SignalID(stableName: name)
+            } else {
+                guard let parsed = SignalID(text) else { throw Refusal(400, "\"\(text)\" is not a signal id (a UUID)") }
+                id = parsed
+            }
+            guard let center = try openSignals(store) else { throw Refusal(404, "the store has no signals") }
+            defer { try? center.stop() }
+            return try Reports.signal(id, in: center)
+        }
+    }
+
+    // MARK: Control (only with --allow-control)
+
+    /// The body of `POST /api/instances/{id}/control`.
+    struct ControlBody: Decodable {
+        /// cancel, terminate, pause, unpause or delete.
+        let verb: String
+        /// Why (kept with the request and, for cancel and terminate, in the log).
+        let reason: String?
+    }
+
+    /// `POST /api/instances/{id}/control` `{"verb": "pause", "reason": "..."}`: the verb as `wfctl
+    /// pause STORE ID` applies it (recorded in the store, answered by the host that runs the
+    /// instance, or applied here when none does); answers with the host's answer.
+    func control(_ id: String, body: [UInt8]) -> Answer {
+        answering {
+            guard configuration.allowControl else { throw Refusal(404, "this console was started without --allow-control") }
+            let request: ControlBody
+            do {
+                request = try JSONDecoder().decode(ControlBody.self, from: Data(body))
+            } catch {
+                throw Refusal(400, "the body must be JSON: {\"verb\": \"pause\", \"reason\": \"...\"}")
+            }
+            guard let verb = ControlVerb(rawValue: request.verb) else {
+                throw Refusal(400, "verb \"\(request.verb)\" is none of \(ControlVerb.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            _ = try Reports.existing(store, id: id)
+            let reason = request.reason.flatMap { $0.isEmpty ? nil : $0 }
+            return try store.control(verb, id: id, reason: reason, deadline: verb == .cancel ? .seconds(60) : nil, timeout: .seconds(10))
+        }
+    }
+
+    // MARK: Errors
+
+    /// A request the API refuses, with its status.
+    struct Refusal: Error {
+        let status: Int
+        let message: String
+
+        init(_ status: Int, _ message: String) {
+            self.status = status
+            self.message = message
+        }
+    }
+
+    /// Runs an endpoint: its value as JSON, or its error with the status that fits: 400 for a
+    /// bad parameter, 404 for what is not there, 500 for a store that failed.
+    private func answering<T: Encodable>(_ body: () throws -> T) -> Answer {
+        do {
+            return .json(try body())
+        } catch let refusal as Refusal {
+            return .failure(refusal.status, refusal.message)
+        } catch {
+            let failure = ToolError.from(error)
+            switch failure.code {
+            case 2 where failure.message.hasPrefix("no instance") || failure.message.contains("not found"): return .failure(404, failure.message)
+            case 1, 2: return .failure(400, failure.message)
+            default: return .failure(500, failure.message)
+            }
+        }
+    }
+
+    /// An integer parameter in `range`, or `fallback` when absent.
+    private static func number(_ text: String?, name: String, default fallback: Int, in range: ClosedRange<Int>) throws -> Int {
+        guard let text, !text.isEmpty else { return fallback }
+        guard let value = Int(text), range.contains(value) else {
+            throw Refusal(400, "\(name) must be a whole number from \(range.lowerBound)\(range.upperBound == Int.max ? " up" : " to \(range.upperBound)"), not \"\(text)\"")
+        }
+        return value
+    }
+
+    /// A store's location without a password (`postgres://user:secret@host` → `postgres://user@host`).
+    static func redacted(_ location: String) -> String {
+        guard let scheme = location.range(of: "://"), let at = location.range(of: "@", range: scheme.upperBound..<location.endIndex) else {
+            return location
+        }
+        let credentials = location[scheme.upperBound..<at.lowerBound]
+        guard let colon = credentials.firstIndex(of: ":") else { return location }
+        return String(location[..<colon]) + String(location[at.lowerBound...])
+    }
+}

@@ -1,0 +1,81 @@
+import DurableWorkflow
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import TestSupport
+import Testing
+import WorkflowConsole
+
+extension RunningConsole {
+    /// POST `body` (JSON) to `path`: its status and the answer as JSON.
+    func post(_ path: String, _ body: [String: Any], headers: [String: String] = [:]) async throws -> (status: Int, answer: [String: Any]) {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = "POST"
+        request.httpBody = try JSONSerialization.data(withJSONObject: body)
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let (data, response) = try await Self.session.data(for: request)
+        return ((response as! HTTPURLResponse).statusCode, (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:])
+    }
+}
+
+@Suite("The console's control verbs (--allow-control, with a token)")
+struct ConsoleControlTests {
+    static let token = "control-token-for-tests"
+
+    @Test("pause and unpause through the API: recorded and applied as wfctl pause applies them, by the host that runs the instance (another process)")
+    func pauseRunningInstance() async throws {
+        let dir = TemporaryDirectory("console-control")
+        // A live host in another process: counter-demo runs instance "counter".
+        let demo = try ChildProcess([dir.path], executable: ChildProcess.builtProduct("counter-demo"))
+        defer { demo.kill() }
+        _ = demo.readLine(until: { $0.hasPrefix("count = 2") }, timeout: .seconds(30))
+        let store = try WorkflowStore.open(path: dir.path)
+        let console = try await RunningConsole.start(try WorkflowConsole(
+            store: store, types: exampleTypes(), configuration: ConsoleConfiguration(port: 0, token: Self.token, allowControl: true)))
+        defer { console.stop() }
+        let bearer = ["Authorization": "Bearer \(Self.token)"]
+
+        let paused = try await console.post("/api/instances/counter/control", ["verb": "pause", "reason": "incident 7"], headers: bearer)
+        #expect(paused.status == 200 && paused.answer["outcome"] as? String == "applied", "\(paused)")
+        #expect((paused.answer["answeredBy"] as? String)?.contains("pid \(demo.pid)") == true, "the live host answered: \(paused.answer)")
+        #expect(try store.controlState(of: "counter").paused)
+        // Paused: the running service applies nothing more.
+        let atPause = try #require(try store.instance(id: "counter")).lastSequence
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(try store.instance(id: "counter")?.lastSequence == atPause)
+
+        let unpaused = try await console.post("/api/instances/counter/control", ["verb": "unpause"], headers: bearer)
+        #expect(unpaused.status == 200 && unpaused.answer["outcome"] as? String == "applied", "\(unpaused)")
+        _ = demo.readLine(until: { _ in true }, timeout: .seconds(5))
+        let requests = try store.controlRequests(of: "counter")
+        #expect(requests.map(\.request.verb) == [.pause, .unpause])
+        #expect(requests.first?.request.reason == "incident 7")
+        // The describe the page shows lists them.
+        let described = try await console.json("/api/instances/counter", headers: bearer) as! [String: Any]
+        #expect((described["requests"] as! [[String: Any]]).count == 2)
+    }
+
+    @Test("a change needs the token in the Authorization header (not the cookie, not ?token=), a known verb and an instance that exists")
+    func refusals() async throws {
+        let dir = TemporaryDirectory("console-control-refusals")
+        let store = try makeCounters(dir.path, count: 1)
+        let console = try await RunningConsole.start(try WorkflowConsole(
+            store: store, configuration: ConsoleConfiguration(port: 0, token: Self.token, allowControl: true)))
+        defer { console.stop() }
+        let (_, _, headers) = try await console.get("/?token=\(Self.token)")
+        let cookie = String(try #require(headers["set-cookie"]).split(separator: ";")[0])
+        #expect(try await console.post("/api/instances/c000/control", ["verb": "pause"]).status == 401)
+        #expect(try await console.post("/api/instances/c000/control", ["verb": "pause"], headers: ["Cookie": cookie]).status == 403)
+        #expect(try await console.post("/api/instances/c000/control?token=\(Self.token)", ["verb": "pause"]).status == 403)
+        let bearer = ["Authorization": "Bearer \(Self.token)"]
+        #expect(try await console.post("/api/instances/c000/control", ["verb": "explode"], headers: bearer).status == 400)
+        #expect(try await console.post("/api/instances/nobody/control", ["verb": "pause"], headers: bearer).status == 404)
+        #expect(try store.controlRequests(of: "c000").isEmpty, "nothing refused was recorded")
+        // With no live host the console applies it itself, as wfctl does.
+        let terminated = try await console.post("/api/instances/c000/control", ["verb": "terminate", "reason": "test"], headers: bearer)
+        #expect(terminated.status == 200 && terminated.answer["outcome"] as? String == "applied", "\(terminated)")
+        #expect(try store.instance(id: "c000")?.status == .terminated)
+    }
+}
