@@ -28,6 +28,11 @@ public struct InstanceFilter: Sendable, Hashable {
         self.updatedSince = updatedSince
     }
 
+    /// Whether no condition is set: every instance matches.
+    public var isEmpty: Bool {
+        status == nil && workflowType == nil && codeVersion == nil && failedWith == nil && updatedSince == nil
+    }
+
     /// Whether `instance` meets every condition set.
     public func matches(_ instance: InstanceInfo) -> Bool {
         if let status, instance.status != status { return false }

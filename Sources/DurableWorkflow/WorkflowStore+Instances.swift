@@ -249,7 +249,8 @@ extension WorkflowStore {
         matching filter: InstanceFilter = InstanceFilter(), after: String? = nil, limit: Int = 100, examiningAtMost budget: Int = 10_000
     ) throws -> InstancePage {
         let limit = max(1, limit)
-        let read = max(limit, min(1_000, budget))
+        // Without a filter a page is what the store reads; with one, larger reads find its matches.
+        let read = filter.isEmpty ? min(limit, budget) : max(limit, min(1_000, budget))
         var found: [InstanceInfo] = []
         var cursor = after
         var examined = 0

@@ -9,7 +9,7 @@ public struct WorkflowTypes: Sendable {
         /// replay checks recorded digests.
         package let state: @Sendable (WorkflowStore, String, UInt64?, Bool) throws -> StateTree
         /// Verifies an instance; the flag says whether replay checks recorded digests.
-        let verify: @Sendable (WorkflowStore, String, Bool) throws -> VerificationReport
+        package let verify: @Sendable (WorkflowStore, String, Bool) throws -> VerificationReport
         /// What this build would make of an instance (the replay gate), with the configuration as registered.
         let gate: @Sendable (WorkflowStore, String) throws -> ReplayGateResult
         /// The configuration as registered, for the store being inspected.

@@ -197,7 +197,7 @@ struct ConsoleAPI: Sendable {
 
     /// The body of `POST /api/instances/{id}/control`.
     struct ControlBody: Decodable {
-        /// cancel, terminate, pause, unpause or delete.
+        /// cancel, terminate, pause, unpause, delete or resume.
         let verb: String
         /// Why (kept with the request and, for cancel and terminate, in the log).
         let reason: String?
@@ -207,21 +207,44 @@ struct ConsoleAPI: Sendable {
     /// pause STORE ID` applies it (recorded in the store, answered by the host that runs the
     /// instance, or applied here when none does); answers with the host's answer.
     func control(_ id: String, body: [UInt8]) -> Answer {
-        answering {
-            guard configuration.allowControl else { throw Refusal(404, "this console was started without --allow-control") }
-            let request: ControlBody
-            do {
-                request = try JSONDecoder().decode(ControlBody.self, from: Data(body))
-            } catch {
-                throw Refusal(400, "the body must be JSON: {\"verb\": \"pause\", \"reason\": \"...\"}")
-            }
-            guard let verb = ControlVerb(rawValue: request.verb) else {
-                throw Refusal(400, "verb \"\(request.verb)\" is none of \(ControlVerb.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
+        guard configuration.allowControl else { return .failure(404, "this console was started without --allow-control") }
+        guard let request = try? JSONDecoder().decode(ControlBody.self, from: Data(body)) else {
+            return .failure(400, "the body must be JSON: {\"verb\": \"pause\", \"reason\": \"...\"}")
+        }
+        if request.verb == "resume" { return answering { try resume(id) } }
+        guard let verb = ControlVerb(rawValue: request.verb) else {
+            return .failure(400, "verb \"\(request.verb)\" is none of \((ControlVerb.allCases.map(\.rawValue) + ["resume"]).joined(separator: ", "))")
+        }
+        return answering {
             _ = try Reports.existing(store, id: id)
             let reason = request.reason.flatMap { $0.isEmpty ? nil : $0 }
             return try store.control(verb, id: id, reason: reason, deadline: verb == .cancel ? .seconds(60) : nil, timeout: .seconds(10))
         }
+    }
+
+    /// What `resume` did: as `wfctl resume STORE ID --json` says it.
+    struct Resumed: Encodable {
+        let instance: String
+        let verb = "resume"
+        /// resumed (it replays and runs again: a service adopts it).
+        let outcome: String
+        let detail: String
+        let record: InstanceInfo?
+    }
+
+    /// `resume` (as `wfctl resume STORE ID`): a failed instance is replayed here, read-only, and
+    /// marked running when it replays (a running service then adopts it); one that still does
+    /// not replay stays failed and the answer (409) says why.
+    private func resume(_ id: String) throws -> Resumed {
+        let instance = try Reports.existing(store, id: id)
+        guard instance.status == .failed else {
+            throw Refusal(409, "\"\(id)\" is \(instance.status.rawValue): only a failed instance is resumed")
+        }
+        let report = try Reports.registeredSupport(store: store, id: id, types: types).verify(store, id, true)
+        if let problem = report.problem { throw Refusal(409, "\"\(id)\" still does not replay: \(problem)") }
+        try store.markRunning(id: id)
+        return Resumed(instance: id, outcome: "resumed", detail: "it replays: a running service picks it up, or its next start does",
+                       record: try store.instance(id: id))
     }
 
     // MARK: Errors

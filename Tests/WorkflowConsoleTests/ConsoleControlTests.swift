@@ -5,7 +5,9 @@ import FoundationNetworking
 #endif
 import TestSupport
 import Testing
+import Workflow
 import WorkflowConsole
+import WorkflowExamples
 
 extension RunningConsole {
     /// POST `body` (JSON) to `path`: its status and the answer as JSON.
@@ -77,5 +79,36 @@ struct ConsoleControlTests {
         let terminated = try await console.post("/api/instances/c000/control", ["verb": "terminate", "reason": "test"], headers: bearer)
         #expect(terminated.status == 200 && terminated.answer["outcome"] as? String == "applied", "\(terminated)")
         #expect(try store.instance(id: "c000")?.status == .terminated)
+    }
+}
+
+@Suite("The console's resume of a failed instance")
+struct ConsoleResumeTests {
+    @Test("resume marks a failed instance that replays running again, as wfctl resume does; one that still does not replay stays failed (409)")
+    func resume() async throws {
+        let dir = TemporaryDirectory("console-resume")
+        let store = try makeCounters(dir.path, count: 1)
+        let entries = try store.entries(of: "c000")
+        try store.importInstance(id: "fixed", workflowType: String(reflecting: Counter.self), status: .failed, created: .now(), entries: entries)
+        let broken = entries.map { entry in
+            entry.sequence != 2 ? entry : LogEntry(
+                sequence: 2, time: entry.time, origin: entry.origin, nodePath: entry.nodePath, actionTag: entry.actionTag,
+                actionVersion: entry.actionVersion, payload: [0xFF, 0x00, 0x13], digest: entry.digest)
+        }
+        try store.importInstance(id: "broken", workflowType: String(reflecting: Counter.self), status: .failed, created: .now(), entries: broken)
+        let console = try await RunningConsole.start(try WorkflowConsole(
+            store: store, types: exampleTypes(), configuration: ConsoleConfiguration(port: 0, token: ConsoleControlTests.token, allowControl: true)))
+        defer { console.stop() }
+        let bearer = ["Authorization": "Bearer \(ConsoleControlTests.token)"]
+
+        let resumed = try await console.post("/api/instances/fixed/control", ["verb": "resume"], headers: bearer)
+        #expect(resumed.status == 200 && resumed.answer["outcome"] as? String == "resumed", "\(resumed)")
+        #expect(try store.instance(id: "fixed")?.status == .running)
+        let left = try await console.post("/api/instances/broken/control", ["verb": "resume"], headers: bearer)
+        #expect(left.status == 409, "\(left)")
+        #expect(((left.answer["error"] as? [String: Any])?["message"] as? String)?.contains("still does not replay") == true, "\(left)")
+        #expect(try store.instance(id: "broken")?.status == .failed)
+        let running = try await console.post("/api/instances/c000/control", ["verb": "resume"], headers: bearer)
+        #expect(running.status == 409, "only a failed instance is resumed: \(running)")
     }
 }

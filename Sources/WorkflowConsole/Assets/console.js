@@ -236,7 +236,7 @@ function renderDetails(target, described) {
     : el("p", {}, "None.");
   const actions = storeInfo && storeInfo.control
     ? el("section", { id: "actions" }, el("h2", {}, "Act on it"),
-      el("p", {}, ["pause", "unpause", "cancel", "terminate", "delete"].map((verb) =>
+      el("p", {}, [...(instance.status === "failed" ? ["resume"] : []), "pause", "unpause", "cancel", "terminate", "delete"].map((verb) =>
         el("button", { type: "button", "data-verb": verb, onclick: () => control(instance.id, verb) }, verb))),
       el("p", { id: "control-result", role: "status" }, lastControl && lastControl.id === instance.id ? lastControl.message : null))
     : null;
@@ -264,7 +264,8 @@ async function control(id, verb) {
     });
     const body = await response.json();
     if (!response.ok) throw new Error(body.error ? body.error.message : "HTTP " + response.status);
-    message = `${verb}: ${body.outcome}` + (body.sequence ? ` as entry ${body.sequence}` : "") + ` (${body.detail}; by ${body.answeredBy})`;
+    message = `${verb}: ${body.outcome}` + (body.sequence ? ` as entry ${body.sequence}` : "") + ` (${body.detail}` +
+      (body.answeredBy ? `; by ${body.answeredBy})` : ")");
   } catch (error) {
     message = `${verb} failed: ${error.message || error}`;
   }
