@@ -118,6 +118,19 @@ struct ConsoleAPI: Sendable {
         }
     }
 
+    /// `GET /api/rates`: the store's counters once a second over the last ten minutes (the page
+    /// draws commits and entries per second from their differences).
+    struct Rates: Encodable {
+        let intervalSeconds: Double
+        let samples: [ConsoleRates.Sample]
+        /// Why there are no samples, where the store cannot give them.
+        let unavailable: String?
+    }
+
+    static func rates(_ recent: (samples: [ConsoleRates.Sample], unavailable: String?)) -> Answer {
+        .json(Rates(intervalSeconds: 1, samples: recent.samples, unavailable: recent.unavailable))
+    }
+
     /// `GET /api/instances/{id}`: `describe`; for an instance whose replay fails, its record
     /// all the same, with `waitsError` saying why its waits are unknown.
     func instance(_ id: String) -> Answer {

@@ -18,6 +18,7 @@ import WorkflowCLI
 public struct WorkflowConsole: Sendable {
     let api: ConsoleAPI
     let changes: ConsoleChanges
+    let rates: ConsoleRates
 
     /// A console over `store` (open it read-only unless the configuration allows control, as
     /// `wfctl serve` does); refuses a configuration that would expose the store
@@ -28,6 +29,7 @@ public struct WorkflowConsole: Sendable {
         try configuration.validate()
         api = ConsoleAPI(store: store, types: types, configuration: configuration)
         changes = ConsoleChanges(store: store)
+        rates = ConsoleRates(store: store)
     }
 
     public var configuration: ConsoleConfiguration { api.configuration }
@@ -45,6 +47,8 @@ public struct WorkflowConsole: Sendable {
             onServerRunning: { channel in await onListening(configuration.host, channel.localAddress?.port ?? configuration.port) },
             logger: Logger(label: "wfctl.serve", factory: { _ in SwiftLogNoOpLogHandler() })
         )
+        rates.start()
+        defer { rates.stop() }
         if gracefulShutdown {
             try await application.runService()
         } else {
@@ -69,6 +73,8 @@ public struct WorkflowConsole: Sendable {
         router.get("/console.css") { _, _ in Self.asset(ConsoleAssets.style, type: "text/css; charset=utf-8") }
         router.get("/console.js") { _, _ in Self.asset(ConsoleAssets.script, type: "text/javascript; charset=utf-8") }
         router.get("/api/store") { request, _ in await Self.answer { api.store(Self.query(request)) } }
+        let rates = self.rates
+        router.get("/api/rates") { _, _ in Self.response(ConsoleAPI.rates(rates.recent)) }
         router.get("/api/summary") { request, _ in await Self.answer { api.summary(Self.query(request)) } }
         router.get("/api/instances") { request, _ in await Self.answer { api.instances(Self.query(request)) } }
         router.get("/api/instances/:id") { _, context in

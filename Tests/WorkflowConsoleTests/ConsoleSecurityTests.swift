@@ -97,6 +97,13 @@ struct ServeCommandTests {
         // The shipped wfctl registers Counter: the time travel works on it.
         let state = try await console.json("/api/instances/counter/state?at=3&diff=1") as! [String: Any]
         #expect(((state["diff"] as! [String: Any])["changes"] as! [[String: Any]]).count == 1)
+        // The chart's samples: the store's commits counted once a second, growing with the demo's.
+        try await Task.sleep(for: .milliseconds(2_500))
+        let rates = try await console.json("/api/rates") as! [String: Any]
+        let samples = try #require(rates["samples"] as? [[String: Any]], "\(rates)")
+        #expect(samples.count >= 2, "\(rates)")
+        let transactions = samples.compactMap { ($0["transactions"] as? NSNumber)?.uint64Value }
+        #expect(transactions.count == samples.count && transactions.last! > transactions.first!, "\(samples)")
         serve.kill(SIGTERM)
         #expect(try serve.waitForExit(timeout: .seconds(30)) == 0)
     }

@@ -99,6 +99,9 @@ try:
     bars = {row.get_attribute("data-status"): row.text for row in driver.find_elements(By.CSS_SELECTOR, "#summary .bar-row")}
     check(bars["completed"].endswith("15") and bars["failed"].endswith("0"), f"the histogram counts the instances by status ({bars})")
     check("waited longest" in (text("#oldest") or ""), f"the oldest waiting instance's age is shown ({text('#oldest')!r})")
+    wait.until(lambda d: count("#rates .rates-chart polyline") == 2)
+    check("commits/s" in (text("#rates-legend") or ""), f"the chart of commits and entries per second is drawn ({text('#rates-legend')!r})")
+    driver.save_screenshot(os.path.join(artifacts, "console-list.png"))
     driver.save_screenshot(os.path.join(artifacts, "console-list.png"))
 
     # Filtered: the completed ones only.

@@ -104,7 +104,8 @@ async function showInstances(parameters) {
   el("button", { type: "submit" }, "Filter"));
   const list = el("div", { id: "instances" }, el("p", {}, "Loading…"));
   const summary = el("section", { id: "summary" });
-  show(el("h1", {}, "Instances"), summary, form, list);
+  const rates = el("section", { id: "rates" });
+  show(el("h1", {}, "Instances"), summary, rates, form, list);
   const query = new URLSearchParams();
   for (const name of [...filterNames, "after"]) if (parameters.get(name)) query.set(name, parameters.get(name));
   const load = async () => {
@@ -131,7 +132,7 @@ async function showInstances(parameters) {
       list.replaceChildren(failure(error));
     }
   };
-  refresh = async () => { await Promise.all([load(), showSummary(summary)]); };
+  refresh = async () => { await Promise.all([load(), showSummary(summary), showRates(rates)]); };
   await refresh();
 }
 
@@ -153,6 +154,50 @@ async function showSummary(target) {
         : `${summary.total} instances; none running`));
     // Widths set from the script (the page's policy allows no inline style attribute).
     for (const bar of target.querySelectorAll(".bar")) bar.style.width = (Number(bar.dataset.width) * 100).toFixed(1) + "%";
+  } catch (error) {
+    target.replaceChildren(failure(error));
+  }
+}
+
+/// Commits and log entries per second over the last minutes, as lines (the server samples the
+/// store's counters once a second).
+async function showRates(target) {
+  try {
+    const answer = await api("/api/rates");
+    if (answer.unavailable || answer.samples.length < 2) {
+      target.replaceChildren(el("p", { class: "empty", id: "rates-note" }, answer.unavailable || "Commits per second: gathering samples…"));
+      return;
+    }
+    const points = [];
+    for (let index = 1; index < answer.samples.length; index++) {
+      const before = answer.samples[index - 1], after = answer.samples[index];
+      const seconds = Math.max(0.001, after.time - before.time);
+      points.push({ time: after.time, commits: (after.transactions - before.transactions) / seconds, entries: (after.entries - before.entries) / seconds });
+    }
+    // Each rate holds from the sample before it: the first starts at the chart's left edge.
+    points.unshift({ ...points[0], time: answer.samples[0].time });
+    const width = 720, height = 120, left = answer.samples[0].time, span = Math.max(1, points[points.length - 1].time - left);
+    const peak = Math.max(1, ...points.map((point) => Math.max(point.commits, point.entries)));
+    const svg = (tag, attributes) => {
+      const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+      for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
+      return node;
+    };
+    const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, class: "rates-chart", role: "img", "aria-label": "commits and entries per second" });
+    chart.append(svg("line", { x1: 0, y1: height - 0.5, x2: width, y2: height - 0.5, class: "axis" }));
+    for (const series of ["entries", "commits"]) {
+      // The peak reaches 85% of the height: the lines stay clear of the frame.
+      const line = points.map((point) => `${((point.time - left) / span * width).toFixed(1)},${(height - point[series] / peak * height * 0.85).toFixed(1)}`).join(" ");
+      chart.append(svg("polyline", { points: line, class: "series " + series, fill: "none" }));
+    }
+    const last = points[points.length - 1];
+    const round = (value) => value >= 100 ? Math.round(value) : value.toFixed(1);
+    target.replaceChildren(
+      el("p", { id: "rates-legend" },
+        el("span", { class: "key commits" }, `commits/s ${round(last.commits)}`), " ",
+        el("span", { class: "key entries" }, `entries/s ${round(last.entries)}`),
+        ` · peak ${round(peak)} over the last ${Math.round(span / 60) || 1} min`),
+      chart);
   } catch (error) {
     target.replaceChildren(failure(error));
   }
