@@ -235,6 +235,57 @@ struct ConsoleAPI: Sendable {
         }
     }
 
+    /// The body of `POST /api/signals/post`: as `wfctl signal post` takes it.
+    struct SignalPostBody: Decodable {
+        /// The signal's id (a UUID), or
+        let signal: String?
+        /// the stable name its id is made from.
+        let stableName: String?
+        /// The version's value.
+        let value: JSONValue
+        /// Keep the consumers that receive this version (default: each is removed after it).
+        let keepConsumers: Bool?
+        /// Makes the post happen once: a repeat with the same key answers with the first's version.
+        let idempotencyKey: String?
+    }
+
+    /// What a post made: as `wfctl signal post --json` prints it.
+    struct Posted: Encodable {
+        let signal: String
+        let name: String?
+        let version: UInt64
+    }
+
+    /// `POST /api/signals/post`: a version of a signal, as `wfctl signal post` posts it.
+    func postSignal(body: [UInt8]) -> Answer {
+        guard configuration.allowControl else { return .failure(404, "this console was started without --allow-control") }
+        let request: SignalPostBody
+        do {
+            request = try JSONDecoder().decode(SignalPostBody.self, from: Data(body))
+        } catch {
+            return .failure(400, "the body must be JSON: {\"signal\": \"UUID\" or \"stableName\": \"NAME\", \"value\": ..., \"keepConsumers\": false, \"idempotencyKey\": \"...\"}")
+        }
+        return answering {
+            let signal: SignalID
+            switch (request.signal.flatMap { $0.isEmpty ? nil : $0 }, request.stableName.flatMap { $0.isEmpty ? nil : $0 }) {
+            case (let text?, nil):
+                guard let id = SignalID(text) else { throw Refusal(400, "\"\(text)\" is not a signal id (a UUID)") }
+                signal = id
+            case (nil, let name?): signal = SignalID(stableName: name)
+            default: throw Refusal(400, "give the signal's id or its stable name, one of them")
+            }
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            let payload = Array(try encoder.encode(request.value))
+            let center = try SignalCenter.open(store: store, processIdentity: "wfctl-serve-\(getpid())", configuration: .init(pollInterval: .seconds(3600)))
+            defer { try? center.stop() }
+            let version = try center.post([SignalPost(
+                signal: signal, payload: payload, terminatesConsumersAfterDelivery: !(request.keepConsumers ?? false),
+                idempotencyKey: request.idempotencyKey.flatMap { $0.isEmpty ? nil : $0 })])[0]
+            return Posted(signal: signal.description, name: request.stableName, version: version)
+        }
+    }
+
     /// What `resume` did: as `wfctl resume STORE ID --json` says it.
     struct Resumed: Encodable {
         let instance: String

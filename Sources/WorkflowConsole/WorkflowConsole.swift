@@ -112,15 +112,24 @@ public struct WorkflowConsole: Sendable {
             // own) never changes anything.
             let check = TokenCheck(token: token)
             router.post("/api/instances/:id/control") { request, context in
-                guard let header = request.headers[.authorization], header.hasPrefix("Bearer "), check.matches(String(header.dropFirst(7))) else {
-                    return Self.refusal(403, "a control request carries the token as Authorization: Bearer TOKEN")
-                }
+                if let refused = Self.withoutHeaderToken(request, check) { return refused }
                 let id = try Self.parameter("id", context)
                 let body = try await request.body.collect(upTo: 64 * 1024)
                 return await Self.answer { api.control(id, body: Array(buffer: body)) }
             }
+            router.post("/api/signals/post") { request, _ in
+                if let refused = Self.withoutHeaderToken(request, check) { return refused }
+                let body = try await request.body.collect(upTo: 1 << 20)
+                return await Self.answer { api.postSignal(body: Array(buffer: body)) }
+            }
         }
         return router
+    }
+
+    /// A 403 for a change whose request lacks the token in its `Authorization` header.
+    static func withoutHeaderToken(_ request: Request, _ check: TokenCheck) -> Response? {
+        if let header = request.headers[.authorization], header.hasPrefix("Bearer "), check.matches(String(header.dropFirst(7))) { return nil }
+        return refusal(403, "a control request carries the token as Authorization: Bearer TOKEN")
     }
 
     static func refusal(_ status: Int, _ message: String) -> Response {

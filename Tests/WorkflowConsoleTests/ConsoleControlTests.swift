@@ -112,3 +112,41 @@ struct ConsoleResumeTests {
         #expect(running.status == 409, "only a failed instance is resumed: \(running)")
     }
 }
+
+@Suite("The console's signal post (--allow-control, with a token)")
+struct ConsoleSignalPostTests {
+    @Test("a version posted by stable name or id is listed with its value; an idempotency key makes a repeat the same version; bad input is 400")
+    func post() async throws {
+        let dir = TemporaryDirectory("console-signal-post")
+        let store = try makeCounters(dir.path, count: 1)
+        let console = try await RunningConsole.start(try WorkflowConsole(
+            store: store, configuration: ConsoleConfiguration(port: 0, token: ConsoleControlTests.token, allowControl: true)))
+        defer { console.stop() }
+        let bearer = ["Authorization": "Bearer \(ConsoleControlTests.token)"]
+        let first = try await console.post("/api/signals/post", ["stableName": "upload:a.txt", "value": ["done": true, "note": "<b>x</b>"],
+                                                                 "idempotencyKey": "k1"], headers: bearer)
+        #expect(first.status == 200 && first.answer["version"] as? Int == 1, "\(first)")
+        let again = try await console.post("/api/signals/post", ["stableName": "upload:a.txt", "value": ["done": false], "idempotencyKey": "k1"],
+                                           headers: bearer)
+        #expect(again.answer["version"] as? Int == 1, "the same key, the same version: \(again)")
+        let id = try #require(first.answer["signal"] as? String)
+        let detail = try await console.json("/api/signals/\(id)", headers: bearer) as! [String: Any]
+        let versions = try #require(detail["versions"] as? [[String: Any]])
+        #expect(versions.map { $0["version"] as? Int } == [1], "\(detail)")
+        #expect((versions.first?["payload"] as? [String: Any])?["note"] as? String == "<b>x</b>", "\(detail)")
+        let byID = try await console.post("/api/signals/post", ["signal": id, "value": 42], headers: bearer)
+        #expect(byID.answer["version"] as? Int == 2, "\(byID)")
+        // With no consumer, a signal keeps its latest version.
+        let after = try await console.json("/api/signals/\(id)", headers: bearer) as! [String: Any]
+        #expect((after["signal"] as? [String: Any])?["latestVersion"] as? Int == 2, "\(after)")
+        #expect((after["versions"] as? [[String: Any]])?.last?["payload"] as? Int == 42, "\(after)")
+
+        #expect(try await console.post("/api/signals/post", ["value": 1], headers: bearer).status == 400)
+        #expect(try await console.post("/api/signals/post", ["signal": "not-a-uuid", "value": 1], headers: bearer).status == 400)
+        #expect(try await console.post("/api/signals/post", ["stableName": "x"], headers: bearer).status == 400)
+        #expect(try await console.post("/api/signals/post", ["stableName": "x", "value": 1]).status == 401)
+        let (_, _, headers) = try await console.get("/?token=\(ConsoleControlTests.token)")
+        let cookie = String(try #require(headers["set-cookie"]).split(separator: ";")[0])
+        #expect(try await console.post("/api/signals/post", ["stableName": "x", "value": 1], headers: ["Cookie": cookie]).status == 403)
+    }
+}

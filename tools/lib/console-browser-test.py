@@ -183,6 +183,20 @@ try:
     requests = text("main")
     check("checking the browser test" in requests, "the control requests list the pause with its reason")
     driver.save_screenshot(os.path.join(artifacts, "console-control.png"))
+
+    # A signal posted from the page, by stable name, after a confirmation.
+    driver.get(control_url + "#/signals")
+    wait.until(lambda d: count("#post-signal") == 1)
+    driver.execute_script(
+        "const form = document.getElementById('post-signal');"
+        "form.elements.target.value = 'browser:test'; form.elements.value.value = '{\"ok\": true}';"
+        "setTimeout(() => form.requestSubmit(), 0);")
+    wait.until(lambda d: d.switch_to.alert)
+    confirmation = driver.switch_to.alert
+    check("browser:test" in confirmation.text, f"a post asks first ({confirmation.text!r})")
+    confirmation.accept()
+    wait.until(lambda d: (text("#post-result") or "").startswith("posted version"))
+    check((text("#post-result") or "").startswith("posted version 1 of "), f"the post is answered with its version ({text('#post-result')!r})")
 except Exception as error:  # a timeout or a missing element: what the page showed
     driver.save_screenshot(os.path.join(artifacts, "console-failure.png"))
     fail(f"{type(error).__name__}: {str(error)[:300]}; the page said: {(text('body') or '')[:800]!r}")

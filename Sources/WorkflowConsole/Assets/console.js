@@ -392,11 +392,48 @@ async function showTimeline(body, id, from, parameters) {
 
 // MARK: Signals
 
+/// With control allowed: a form that posts a version of a signal (by id or stable name), after
+/// a confirmation, as `wfctl signal post` does.
+function signalPostForm(signal) {
+  if (!storeInfo || !storeInfo.control) return null;
+  const result = el("p", { id: "post-result", role: "status" });
+  const form = el("form", { id: "post-signal", onsubmit: async (event) => {
+    event.preventDefault();
+    const target = form.elements.target.value.trim(), value = form.elements.value.value;
+    let parsed;
+    try {
+      parsed = JSON.parse(value);
+    } catch (error) {
+      result.replaceChildren(failure(new Error("the value is not JSON: " + error.message)));
+      return;
+    }
+    if (!confirm(`Post ${value} to ${target}?`)) return;
+    const isID = /^[0-9A-Fa-f-]{36}$/.test(target);
+    try {
+      const response = await fetch("/api/signals/post", {
+        method: "POST", credentials: "same-origin",
+        headers: { "Content-Type": "application/json", Authorization: "Bearer " + (sessionStorage.getItem(tokenKey) || "") },
+        body: JSON.stringify({ [isID ? "signal" : "stableName"]: target, value: parsed, keepConsumers: form.elements.keep.checked }),
+      });
+      const body = await response.json();
+      if (!response.ok) throw new Error(body.error ? body.error.message : "HTTP " + response.status);
+      result.textContent = `posted version ${body.version} of ${body.signal}` + (body.name ? ` (${body.name})` : "");
+    } catch (error) {
+      result.replaceChildren(failure(error));
+    }
+  } },
+  el("label", {}, "Signal (id or stable name) ", el("input", { name: "target", size: 38, value: signal || "", required: true })),
+  el("label", {}, " Value (JSON) ", el("input", { name: "value", size: 30, value: "{}", required: true })),
+  el("label", {}, " ", el("input", { type: "checkbox", name: "keep" }), " keep consumers"),
+  el("button", { type: "submit" }, "Post"));
+  return el("section", {}, el("h2", {}, "Post a version"), form, result);
+}
+
 async function showSignals() {
   show(el("h1", {}, "Signals"), el("p", {}, "Loading…"));
   try {
     const signals = await api("/api/signals");
-    show(el("h1", {}, "Signals"), signals.length
+    show(el("h1", {}, "Signals"), signalPostForm(null), signals.length
       ? table(["Signal", "Name", "Latest", "Retained", "Consumers", "Updated"], signals.map((signal) => el("tr", {},
         el("td", {}, el("a", { href: "#/signal/" + encodeURIComponent(signal.id) }, signal.id)), el("td", {}, signal.name || "-"),
         el("td", { class: "number" }, signal.latestVersion), el("td", {}, signal.retainedVersions.join(", ")),
@@ -412,6 +449,7 @@ async function showSignal(id) {
   try {
     const detail = await api("/api/signals/" + encodeURIComponent(id));
     show(el("h1", {}, "Signal " + id + (detail.signal && detail.signal.name ? " (" + detail.signal.name + ")" : "")),
+      signalPostForm(id),
       el("h2", {}, "Versions"),
       table(["Version", "Posted", "Terminates", "Payload"], detail.versions.map((version) => el("tr", {},
         el("td", { class: "number" }, version.version), el("td", {}, version.posted), el("td", {}, version.terminates ? "yes" : "no"),
