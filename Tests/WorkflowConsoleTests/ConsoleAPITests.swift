@@ -217,7 +217,7 @@ func wfctl(_ arguments: [String]) throws -> (code: Int32, lines: [String]) {
 
 @Suite("The console's listing on a large store")
 struct ConsoleScaleTests {
-    @Test("100,000 instances: the first page, a page deep in the store and a filtered page each answer within 100 ms (best of 5, over HTTP)")
+    @Test("100,000 instances: the first page, a page deep in the store and a filtered page each answer within 100 ms (best of 5, over HTTP; not timed under a sanitizer)")
     func largeStore() async throws {
         let dir = TemporaryDirectory("console-large")
         var configuration = StoreConfiguration()
@@ -244,7 +244,9 @@ struct ConsoleScaleTests {
                 best = min(best, ContinuousClock.now - started)
                 #expect(status == 200, "\(path): \(String(decoding: body, as: UTF8.self).prefix(300))")
             }
-            #expect(best < .milliseconds(100), "\(path): best of 5 took \(best)")
+            print("console listing, \(count) instances, \(path): best of 5 \(best)")
+            // Under a sanitizer (the light load) every access is instrumented: times say nothing.
+            if !TestLoad.isLight { #expect(best < .milliseconds(100), "\(path): best of 5 took \(best)") }
         }
         // The filtered page found what there is in its stretch and says where to go on.
         let running = try await console.json("/api/instances?status=running&limit=50") as! [String: Any]
