@@ -210,10 +210,18 @@ struct ConsoleAPI: Sendable {
 
     /// The body of `POST /api/instances/{id}/control`.
     struct ControlBody: Decodable {
-        /// cancel, terminate, pause, unpause, delete or resume.
+        /// cancel, terminate, pause, unpause, delete, resume or fork.
         let verb: String
         /// Why (kept with the request and, for cancel and terminate, in the log).
         let reason: String?
+        /// For fork: the last sequence the copy keeps, and its id.
+        let at: UInt64?
+        let newID: String?
+
+        enum CodingKeys: String, CodingKey {
+            case verb, reason, at
+            case newID = "as"
+        }
     }
 
     /// `POST /api/instances/{id}/control` `{"verb": "pause", "reason": "..."}`: the verb as `wfctl
@@ -225,8 +233,9 @@ struct ConsoleAPI: Sendable {
             return .failure(400, "the body must be JSON: {\"verb\": \"pause\", \"reason\": \"...\"}")
         }
         if request.verb == "resume" { return answering { try resume(id) } }
+        if request.verb == "fork" { return answering { try fork(id, at: request.at, as: request.newID) } }
         guard let verb = ControlVerb(rawValue: request.verb) else {
-            return .failure(400, "verb \"\(request.verb)\" is none of \((ControlVerb.allCases.map(\.rawValue) + ["resume"]).joined(separator: ", "))")
+            return .failure(400, "verb \"\(request.verb)\" is none of \((ControlVerb.allCases.map(\.rawValue) + ["resume", "fork"]).joined(separator: ", "))")
         }
         return answering {
             _ = try Reports.existing(store, id: id)
@@ -286,20 +295,34 @@ struct ConsoleAPI: Sendable {
         }
     }
 
-    /// What `resume` did: as `wfctl resume STORE ID --json` says it.
-    struct Resumed: Encodable {
+    /// What `resume` or `fork` did, to which instance (for fork: the new one).
+    struct Changed: Encodable {
         let instance: String
-        let verb = "resume"
-        /// resumed (it replays and runs again: a service adopts it).
+        let verb: String
+        /// resumed (it replays and runs again: a service adopts it), or forked.
         let outcome: String
         let detail: String
         let record: InstanceInfo?
     }
 
+    /// `fork` (as `wfctl fork STORE ID --at N --as NEWID`): a paused copy whose log is the
+    /// instance's first `at` entries; nothing runs it until it is unpaused.
+    private func fork(_ id: String, at: UInt64?, as newID: String?) throws -> Changed {
+        let instance = try Reports.existing(store, id: id)
+        guard let at, (1...instance.lastSequence).contains(at) else {
+            throw Refusal(400, "fork needs \"at\": a sequence from 1 to \(instance.lastSequence)")
+        }
+        guard let newID, !newID.isEmpty else { throw Refusal(400, "fork needs \"as\": the new instance's id") }
+        if try store.instance(id: newID) != nil { throw Refusal(409, "\"\(newID)\" exists already") }
+        try store.fork(id: id, at: at, as: newID, into: nil, replacing: nil)
+        return Changed(instance: newID, verb: "fork", outcome: "forked",
+                       detail: "a paused copy of \(id) at sequence \(at): unpause runs it", record: try store.instance(id: newID))
+    }
+
     /// `resume` (as `wfctl resume STORE ID`): a failed instance is replayed here, read-only, and
     /// marked running when it replays (a running service then adopts it); one that still does
     /// not replay stays failed and the answer (409) says why.
-    private func resume(_ id: String) throws -> Resumed {
+    private func resume(_ id: String) throws -> Changed {
         let instance = try Reports.existing(store, id: id)
         guard instance.status == .failed else {
             throw Refusal(409, "\"\(id)\" is \(instance.status.rawValue): only a failed instance is resumed")
@@ -307,7 +330,7 @@ struct ConsoleAPI: Sendable {
         let report = try Reports.registeredSupport(store: store, id: id, types: types).verify(store, id, true)
         if let problem = report.problem { throw Refusal(409, "\"\(id)\" still does not replay: \(problem)") }
         try store.markRunning(id: id)
-        return Resumed(instance: id, outcome: "resumed", detail: "it replays: a running service picks it up, or its next start does",
+        return Changed(instance: id, verb: "resume", outcome: "resumed", detail: "it replays: a running service picks it up, or its next start does",
                        record: try store.instance(id: id))
     }
 

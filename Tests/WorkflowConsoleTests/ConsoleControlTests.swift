@@ -82,9 +82,9 @@ struct ConsoleControlTests {
     }
 }
 
-@Suite("The console's resume of a failed instance")
+@Suite("The console's resume of a failed instance, and fork")
 struct ConsoleResumeTests {
-    @Test("resume marks a failed instance that replays running again, as wfctl resume does; one that still does not replay stays failed (409)")
+    @Test("resume marks a failed instance that replays running again, as wfctl resume does; one that still does not replay stays failed (409); fork makes a paused copy")
     func resume() async throws {
         let dir = TemporaryDirectory("console-resume")
         let store = try makeCounters(dir.path, count: 1)
@@ -110,6 +110,17 @@ struct ConsoleResumeTests {
         #expect(try store.instance(id: "broken")?.status == .failed)
         let running = try await console.post("/api/instances/c000/control", ["verb": "resume"], headers: bearer)
         #expect(running.status == 409, "only a failed instance is resumed: \(running)")
+
+        // fork: a paused copy of the first entries, as wfctl fork makes it.
+        let forked = try await console.post("/api/instances/c000/control", ["verb": "fork", "at": 4, "as": "c000-at-4"], headers: bearer)
+        #expect(forked.status == 200 && forked.answer["outcome"] as? String == "forked" && forked.answer["instance"] as? String == "c000-at-4",
+                "\(forked)")
+        let copy = try #require(try store.instance(id: "c000-at-4"))
+        #expect(copy.status == .paused)
+        #expect(try store.entries(of: "c000-at-4", from: 1, through: 4).map(\.payload) == entries.prefix(4).map(\.payload))
+        #expect(try await console.post("/api/instances/c000/control", ["verb": "fork", "at": 4, "as": "c000-at-4"], headers: bearer).status == 409)
+        #expect(try await console.post("/api/instances/c000/control", ["verb": "fork", "at": 99, "as": "x"], headers: bearer).status == 400)
+        #expect(try await console.post("/api/instances/c000/control", ["verb": "fork", "at": 2], headers: bearer).status == 400)
     }
 }
 

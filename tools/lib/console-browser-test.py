@@ -156,7 +156,7 @@ try:
     # Control, on a console started with --allow-control and a token: pause the running
     # instance (its process applies nothing more), then unpause it.
     driver.get(control_url + "#/instance/counter")
-    wait.until(lambda d: count("#actions button") == 5)
+    wait.until(lambda d: count("#actions button") == 6)
 
     def act(verb, reason):
         click(f"#actions button[data-verb={verb}]")

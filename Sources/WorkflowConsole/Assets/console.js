@@ -282,12 +282,38 @@ function renderDetails(target, described) {
   const actions = storeInfo && storeInfo.control
     ? el("section", { id: "actions" }, el("h2", {}, "Act on it"),
       el("p", {}, [...(instance.status === "failed" ? ["resume"] : []), "pause", "unpause", "cancel", "terminate", "delete"].map((verb) =>
-        el("button", { type: "button", "data-verb": verb, onclick: () => control(instance.id, verb) }, verb))),
+        el("button", { type: "button", "data-verb": verb, onclick: () => control(instance.id, verb) }, verb)),
+        " ", el("button", { type: "button", "data-verb": "fork", onclick: () => fork(instance.id, instance.lastSequence) }, "fork…")),
       el("p", { id: "control-result", role: "status" }, lastControl && lastControl.id === instance.id ? lastControl.message : null))
     : null;
   target.replaceChildren(el("section", { id: "record" }, record), actions,
     el("section", {}, el("h2", {}, "Waits"), waits),
     el("section", {}, el("h2", {}, "Control requests"), requests));
+}
+
+/// A paused copy of the instance's first entries (as `wfctl fork`), under a new id; the answer
+/// links to it.
+async function fork(id, last) {
+  const shown = document.getElementById("at");
+  const at = prompt(`Fork ${id}: keep its entries 1 to`, shown ? shown.value : String(last));
+  if (at === null) return;
+  const newID = prompt(`Fork ${id} at ${at} as`, `${id}-at-${at}`);
+  if (newID === null) return;
+  let message;
+  try {
+    const response = await fetch(apiInstance(id) + "/control", {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", Authorization: "Bearer " + (sessionStorage.getItem(tokenKey) || "") },
+      body: JSON.stringify({ verb: "fork", at: Number(at), as: newID }),
+    });
+    const body = await response.json();
+    if (!response.ok) throw new Error(body.error ? body.error.message : "HTTP " + response.status);
+    message = `forked: ${body.detail} (${body.instance})`;
+  } catch (error) {
+    message = `fork failed: ${error.message || error}`;
+  }
+  lastControl = { id, message };
+  if (refresh) await refresh();
 }
 
 /// The answer to the last control request, shown with its instance (its view is rebuilt live).
