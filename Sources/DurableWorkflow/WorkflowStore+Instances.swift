@@ -225,13 +225,8 @@ extension WorkflowStore {
     /// Every instance, optionally only those with `status`, root workflow `type` (type name)
     /// and/or `codeVersion` (the code version they started under; `.some(nil)`: none).
     public func instances(status: InstanceStatus? = nil, workflowType: String? = nil, codeVersion: String?? = nil) throws -> [InstanceInfo] {
-        try storageCall(instance: nil) { () throws(StorageFailure) in try backend.instances() }
-            .filter { record in
-                (status == nil || record.status == status)
-                    && (workflowType == nil || record.workflowType == workflowType || record.workflowType.hasSuffix(".\(workflowType!)"))
-                    && (codeVersion == nil || record.codeVersion == codeVersion!)
-            }
-            .map(\.info)
+        let filter = InstanceFilter(status: status, workflowType: workflowType, codeVersion: codeVersion)
+        return try storageCall(instance: nil) { () throws(StorageFailure) in try backend.instances() }.map(\.info).filter(filter.matches)
     }
 
     /// How many instances there are of each status, and when the running one that has waited
