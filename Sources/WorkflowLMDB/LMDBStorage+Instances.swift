@@ -65,21 +65,27 @@ extension LMDBStorage {
     }
 
     public func instances() throws(StorageFailure) -> [StoredInstance] {
+        var found: [StoredInstance] = []
+        try forEachInstance { found.append($0) }
+        return found
+    }
+
+    /// Visits every instance whose index record reads, in id order, in one read transaction, as
+    /// its journal entries leave it (every instance's last journal entry read in one pass, at the
+    /// first instance that has some).
+    private func forEachInstance(_ visit: (StoredInstance) -> Void) throws(StorageFailure) {
         try call {
             try environment.read { txn in
-                var found: [StoredInstance] = []
-                // Every instance's last journal entry, read in one pass at the first that has some.
                 var tails: [UInt64: JournalTail]?
                 try txn.forEach(in: layout.instances) { key, value in
                     let id = try String(lmdbBytes: key)
                     if let base = IndexRecord.decodeStatic(value, id: id),
                        let indexed = try txn.value(forKey: base.key, in: layout.state, { IndexRecord.withState(base, $0) }) {
                         if indexed.journaledFrom > 0, tails == nil { tails = try lastJournalEntries(txn) }
-                        found.append(indexed.journaledFrom > 0 ? indexed.instance.advanced(to: tails?[base.key]) : indexed.instance)
+                        visit(indexed.journaledFrom > 0 ? indexed.instance.advanced(to: tails?[base.key]) : indexed.instance)
                     }
                     return true
                 }
-                return found
             }
         }
     }
@@ -118,22 +124,9 @@ extension LMDBStorage {
 
     /// One pass over the index, as ``instances()`` reads it, keeping counts instead of records.
     public func instanceSummary() throws(StorageFailure) -> InstanceSummary {
-        try call {
-            try environment.read { txn in
-                var summary = InstanceSummary()
-                var tails: [UInt64: JournalTail]?
-                try txn.forEach(in: layout.instances) { key, value in
-                    let id = try String(lmdbBytes: key)
-                    if let base = IndexRecord.decodeStatic(value, id: id),
-                       let indexed = try txn.value(forKey: base.key, in: layout.state, { IndexRecord.withState(base, $0) }) {
-                        if indexed.journaledFrom > 0, tails == nil { tails = try lastJournalEntries(txn) }
-                        summary.add(indexed.journaledFrom > 0 ? indexed.instance.advanced(to: tails?[base.key]) : indexed.instance)
-                    }
-                    return true
-                }
-                return summary
-            }
-        }
+        var summary = InstanceSummary()
+        try forEachInstance { summary.add($0) }
+        return summary
     }
 
     public func instanceIDs() throws(StorageFailure) -> [String] {
