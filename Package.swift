@@ -45,7 +45,11 @@ let package = Package(
             providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]
         ),
         // A safe Swift layer over LMDB: closure-scoped transactions, typed errors, map growth.
-        .target(name: "LMDB", dependencies: ["CLMDB", "WorkflowLocks"]),
+        .target(name: "LMDB", dependencies: ["CLMDB", "CLMDBSupport", "WorkflowLocks"]),
+        // What the LMDB layer does in C: the store walk's child process (forked from a service, it
+        // must take no lock of the Swift runtime's that another thread may have held at the fork)
+        // and the store's writer lock (a robust mutex shared by every process, with a deadline).
+        .target(name: "CLMDBSupport", dependencies: ["CLMDB"]),
         // The project's one lock type (pthread-based: visible to ThreadSanitizer).
         .target(name: "WorkflowLocks"),
         // The runtime's and the engine's raw storage, behind typed slots and handles (internal:
@@ -70,7 +74,14 @@ let package = Package(
             ]
         ),
         // The LMDB backend (the embedded default) and `WorkflowStore.open(path:)`.
-        .target(name: "WorkflowLMDB", dependencies: ["DurableWorkflow", "WorkflowSignals", "WorkflowStorage", "LMDB", "WorkflowLocks"]),
+        .target(
+            name: "WorkflowLMDB",
+            dependencies: [
+                "DurableWorkflow", "WorkflowSignals", "WorkflowStorage", "LMDB", "WorkflowLocks",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]
+        ),
         // The PostgreSQL backend: several hosts on one database. Empty unless the `Postgres` trait is on.
         .target(
             name: "WorkflowPostgres",
@@ -97,7 +108,7 @@ let package = Package(
         .target(
             name: "WorkflowService",
             dependencies: [
-                "DurableWorkflow", "Workflow", "WorkflowLocks",
+                "DurableWorkflow", "Workflow", "WorkflowLocks", "WorkflowStorage",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -167,7 +178,7 @@ let package = Package(
             ],
             path: "Tests/Fixtures/WFTestChild"
         ),
-        .testTarget(name: "LMDBTests", dependencies: ["LMDB", "TestSupport", "wf-test-child"]),
+        .testTarget(name: "LMDBTests", dependencies: ["LMDB", "TestSupport", "WorkflowLocks", "wf-test-child"]),
         // The storage contract, run over every backend.
         .testTarget(
             name: "WorkflowStorageTests",
@@ -216,7 +227,7 @@ let package = Package(
             dependencies: [
                 "WorkflowCLI", "WorkflowExamples", "DurableWorkflow", "WorkflowLMDB", "WorkflowPostgres", "WorkflowSignals", "Workflow", "LMDB",
                 "WorkflowFeedback", "TestSupport",
-                "TestWorkflows", "wfctl", "counter-demo", "showcase", "hosts-demo", "WorkflowService",
+                "TestWorkflows", "wfctl", "counter-demo", "showcase", "hosts-demo", "order-service", "wf-test-child", "WorkflowService", "WorkflowStorage",
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -24,6 +24,16 @@ public struct StoreCheckReport: Sendable, Codable {
 }
 
 extension WorkflowStore {
+    /// Reads every page of the store in a child process, as `policy` says: on LMDB, a damaged
+    /// page that would stop the process reading it (inside liblmdb, where no check of this
+    /// library's reaches) stops that child instead, and the outcome says where it was reading.
+    /// `WorkflowService` runs it at start (``PageWalkPolicy/whenUnchecked`` by default); to walk
+    /// before this process reads anything at all, open the store with the walk
+    /// (`StoreConfiguration.walkPagesFirst`). On PostgreSQL and in memory: `.notNeeded`.
+    public func walkPages(_ policy: PageWalkPolicy = .always) -> PageWalkOutcome {
+        backend.walkPages(policy)
+    }
+
     /// Reads the whole store and reports what is damaged instead of stopping at the first
     /// problem: every record of every named database (so LMDB visits every page), every
     /// instance's index record, every log entry (checksum, decoding, dense sequences) and every

@@ -53,6 +53,8 @@ public final class Environment: Sendable {
     private let files: StoreFiles
     private let databases = Lock<[String: MDB_dbi]>([:])
     private let writerQueue: DispatchQueue
+    /// The bounded wait for the store's writer, in front of LMDB's own (see ``WriterLock``).
+    let writerLock: WriterLock
 
     private init(path: String, configuration: EnvironmentConfiguration, handle: OpaquePointer, identity: FileIdentity) {
         self.path = path
@@ -71,9 +73,11 @@ public final class Environment: Sendable {
         self.dataFileInode = data?.inode ?? 0
         mapStart.store(MapLocation.start(ofFileWithInode: dataFileInode) ?? 0, ordering: .relaxed)
         self.writerQueue = DispatchQueue(label: "lmdb.writer:\(path)")
+        self.writerLock = WriterLock(directory: path, readOnly: configuration.readOnly)
     }
 
     deinit {
+        writerLock.report(to: nil)
         if !closed.load(ordering: .acquiring) { mdb_env_close(handle) }
         EnvironmentRegistry.shared.remove(identity, ifOwnedBy: ObjectIdentifier(self))
     }
@@ -88,6 +92,7 @@ public final class Environment: Sendable {
             guard !closed.load(ordering: .relaxed) else { return }
             // Forgotten before it is closed, so the registry never hands out a closed environment.
             EnvironmentRegistry.shared.remove(identity, ifOwnedBy: ObjectIdentifier(self))
+            writerLock.report(to: nil)
             mdb_env_close(handle)
             closed.store(true, ordering: .releasing)
         }
@@ -229,6 +234,10 @@ public final class Environment: Sendable {
     /// when it throws. On a full map the map grows and `body` runs again (see the type's notes).
     /// Do not call from inside another transaction's closure on the same thread.
     ///
+    /// Waits at most ``EnvironmentConfiguration/writerWait`` for the store's writer, which another
+    /// process or thread may hold, and then throws ``LMDBError/Kind/writerBusy`` naming the holder
+    /// (its ``LMDBError/holder``), with nothing written.
+    ///
     /// `durability` sets the durability of this one commit; `nil` uses the environment's. The
     /// closure may still change it (``Transaction/commitDurability``) before it returns.
     /// (LMDB 0.9 has no per-transaction sync flag, so the environment's sync flags are switched
@@ -240,30 +249,9 @@ public final class Environment: Sendable {
         while true {
             let outcome: WriteOutcome<R> = try gate.withShared { () throws -> WriteOutcome<R> in
                 try requireOpen("begin a write transaction")
-                var txn: OpaquePointer?
-                var rc = mdb_txn_begin(handle, nil, 0, &txn)
-                if rc == MDB_MAP_RESIZED { return .retryAfterResize }
-                guard rc == 0, let txn else { throw LMDBError.from(code: rc, path: path, operation: "begin a write transaction") }
-                var state = TransactionState(span: mapSpan(acceptsOutside: true), durability: durability)
-                let mapSize = currentMapSize()
-                let result: R
-                do {
-                    result = try withUnsafeMutablePointer(to: &state) { statePointer in
-                        try body(WriteTransaction(txn: txn, environment: self, state: statePointer))
-                    }
-                } catch {
-                    mdb_txn_abort(txn)
-                    if state.mapFull { return .retryAfterGrowth(from: mapSize) }
-                    throw error
+                return try writerLock.withWriter(waitingAtMost: configuration.writerWait, operation: "begin a write transaction") {
+                    try writeOnce(durability: durability, body)
                 }
-                if state.mapFull {
-                    mdb_txn_abort(txn)
-                    return .retryAfterGrowth(from: mapSize)
-                }
-                rc = commit(txn, durability: state.durability)
-                if rc == MDB_MAP_FULL { return .retryAfterGrowth(from: mapSize) }
-                guard rc == 0 else { throw LMDBError.from(code: rc, path: path, operation: "commit") }
-                return .done(result)
             }
             switch outcome {
             case .done(let value): return value
@@ -273,8 +261,39 @@ public final class Environment: Sendable {
         }
     }
 
+    /// One try of a write: begins the transaction (the writer already taken), runs `body`,
+    /// commits; or says why to try again.
+    private func writeOnce<R>(
+        durability: EnvironmentConfiguration.Durability?, _ body: (borrowing WriteTransaction) throws -> R
+    ) throws -> WriteOutcome<R> {
+        var txn: OpaquePointer?
+        var rc = mdb_txn_begin(handle, nil, 0, &txn)
+        if rc == MDB_MAP_RESIZED { return .retryAfterResize }
+        guard rc == 0, let txn else { throw LMDBError.from(code: rc, path: path, operation: "begin a write transaction") }
+        var state = TransactionState(span: mapSpan(acceptsOutside: true), durability: durability)
+        let mapSize = currentMapSize()
+        let result: R
+        do {
+            result = try withUnsafeMutablePointer(to: &state) { statePointer in
+                try body(WriteTransaction(txn: txn, environment: self, state: statePointer))
+            }
+        } catch {
+            mdb_txn_abort(txn)
+            if state.mapFull { return .retryAfterGrowth(from: mapSize) }
+            throw error
+        }
+        if state.mapFull {
+            mdb_txn_abort(txn)
+            return .retryAfterGrowth(from: mapSize)
+        }
+        rc = commit(txn, durability: state.durability)
+        if rc == MDB_MAP_FULL { return .retryAfterGrowth(from: mapSize) }
+        guard rc == 0 else { throw LMDBError.from(code: rc, path: path, operation: "commit") }
+        return .done(result)
+    }
+
     /// Commits `txn`, with `durability` instead of the environment's for this commit. Other
-    /// writers of this process are blocked in `mdb_txn_begin` until it returns, so switching the
+    /// writers of this process wait for the writer until it returns, so switching the
     /// environment's sync flags here affects this commit alone.
     private func commit(_ txn: OpaquePointer, durability: EnvironmentConfiguration.Durability?) -> Int32 {
         let base = Self.syncFlags(configuration.durability)
@@ -318,6 +337,16 @@ public final class Environment: Sendable {
                             detail: "the store was opened read-only",
                             recovery: "Open it with readOnly: false to write")
         }
+    }
+
+    /// Reports slow writes to `report`, from now until the environment closes (or until called
+    /// with `nil`): each write transaction of this process still open
+    /// ``EnvironmentConfiguration/slowWrite`` after it began (once per transaction, looked at
+    /// every 100 ms), and each write of this process that has waited that long for another process
+    /// to let go of the writer (once per write, with the holder).
+    public func reportSlowWrites(_ report: (@Sendable (SlowWrite) -> Void)?) {
+        guard !configuration.readOnly else { return }
+        writerLock.report(to: report.map { SlowWriteReporting(after: configuration.slowWrite, report: $0) })
     }
 
     // MARK: - Map size

@@ -28,8 +28,16 @@ public struct EnvironmentConfiguration: Sendable, Hashable {
     public var createDirectoryIfMissing: Bool = true
     /// Permission bits for files LMDB creates.
     public var fileMode: UInt32 = 0o644
+    /// How long a write waits for the store's writer (held by another process, or by another
+    /// thread of this one) before it fails with ``LMDBError/Kind/writerBusy``, naming the holder.
+    /// LMDB itself would wait without end, also behind a stopped process.
+    public var writerWait: Duration = .seconds(10)
+    /// How long a write transaction may stay open, or a write wait for another process's, before
+    /// it is reported as slow (``Environment/reportSlowWrites(_:)``; a `WorkflowStore` logs it).
+    public var slowWrite: Duration = .seconds(1)
 
-    /// The defaults: 64 MiB map growing to 1 TiB, 32 databases, 254 readers, strict durability.
+    /// The defaults: 64 MiB map growing to 1 TiB, 32 databases, 254 readers, strict durability,
+    /// writes waiting at most 10 s for the writer.
     public init() {}
 
     /// A configuration with the given overrides of the defaults.
@@ -40,7 +48,9 @@ public struct EnvironmentConfiguration: Sendable, Hashable {
         maxReaders: Int = 254,
         durability: Durability = .strict,
         readOnly: Bool = false,
-        createDirectoryIfMissing: Bool = true
+        createDirectoryIfMissing: Bool = true,
+        writerWait: Duration = .seconds(10),
+        slowWrite: Duration = .seconds(1)
     ) {
         self.initialMapSize = initialMapSize
         self.maximumMapSize = maximumMapSize
@@ -49,5 +59,7 @@ public struct EnvironmentConfiguration: Sendable, Hashable {
         self.durability = durability
         self.readOnly = readOnly
         self.createDirectoryIfMissing = createDirectoryIfMissing
+        self.writerWait = writerWait
+        self.slowWrite = slowWrite
     }
 }

@@ -47,6 +47,10 @@ public struct LMDBError: Error, Sendable, Equatable, CustomStringConvertible {
         case badValue
         /// The environment was closed (``Environment/close()``): open the path again to use the store.
         case closed
+        /// A write waited ``EnvironmentConfiguration/writerWait`` for the store's writer, which
+        /// another process (or a long write of this one) held all that time; ``LMDBError/holder``
+        /// names it. Nothing of the write was done.
+        case writerBusy
         /// Any other LMDB or OS error; see `code`.
         case other
 
@@ -68,15 +72,20 @@ public struct LMDBError: Error, Sendable, Equatable, CustomStringConvertible {
     public let detail: String
     /// What the caller or operator can do about it.
     public let recovery: String
+    /// Who held the store's writer, for a ``Kind/writerBusy`` error.
+    public let holder: WriterHolder?
 
     /// Creates an error; the library builds these, callers normally only match them.
-    public init(kind: Kind, code: Int32? = nil, path: String, operation: String, detail: String, recovery: String) {
+    public init(
+        kind: Kind, code: Int32? = nil, path: String, operation: String, detail: String, recovery: String, holder: WriterHolder? = nil
+    ) {
         self.kind = kind
         self.code = code
         self.path = path
         self.operation = operation
         self.detail = detail
         self.recovery = recovery
+        self.holder = holder
     }
 
     /// `"<operation> failed at <path>: <detail>. <recovery>"`

@@ -20,7 +20,10 @@ public enum WorkflowTool {
     @TaskLocal package static var types = WorkflowTypes()
 
     /// Parses `arguments`, runs the command and exits with its code; errors are one line on stderr.
+    /// On an LMDB store the command runs in a child process of this executable, so that a
+    /// damaged page that stops the process reading it is reported as a finding (see `GuardedRun`).
     public static func main(types: WorkflowTypes, arguments: [String] = Array(CommandLine.arguments.dropFirst())) -> Never {
+        if let code = GuardedRun.exitCode(of: arguments) { exit(code) }
         exit($types.withValue(types) { run(arguments) })
     }
 
@@ -43,7 +46,7 @@ public enum WorkflowTool {
     }
 
     /// The JSON shape of an error (with `--json`, on standard output).
-    struct ErrorReport: Codable {
+    package struct ErrorReport: Codable {
         struct Detail: Codable {
             let exitCode: Int32
             let message: String

@@ -72,7 +72,9 @@ private final class ConsoleOutcome: Sendable {
 /// same without `serve`, for a service's own tool that should compile no HTTP server).
 public enum WorkflowConsoleTool {
     /// Parses `arguments`, runs the command (any of `wfctl`'s, or `serve`) and exits with its code.
+    /// As `WorkflowTool.main(types:)`, on an LMDB store in a child process of this executable.
     public static func main(types: WorkflowTypes, arguments: [String] = Array(CommandLine.arguments.dropFirst())) -> Never {
+        if let code = GuardedRun.exitCode(of: arguments) { exit(code) }
         exit(run(types: types, arguments: arguments))
     }
 

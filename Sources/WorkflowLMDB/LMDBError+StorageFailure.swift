@@ -14,6 +14,7 @@ extension LMDBError {
         case .alreadyOpen, .readersFull, .databasesFull: .busy
         case .keyTooLong, .badValue: .invalidInput
         case .closed: .closed
+        case .writerBusy: .storeBusy
         case .other: .other
         }
         return StorageFailure(kind: kind, backend: "LMDB", location: path, operation: operation,

@@ -23,6 +23,9 @@ public final class LMDBStorage: StorageBackend {
     /// The environment underneath (the signal storage shares it).
     package let environment: Environment
     package let layout: StoreLayout
+    /// Whether a walk of every page was due when the store was opened (see ``PageWalkRecord``),
+    /// until one is made.
+    let pageWalkDue = Atomic<Bool>(false)
     /// The store's signals, opened at the first use.
     private let signals = Lock<LMDBSignalStorage?>(nil)
     private let syncTask = Lock<Task<Void, Never>?>(nil)
@@ -128,6 +131,12 @@ public final class LMDBStorage: StorageBackend {
         syncTask.withLock { $0?.cancel() }
     }
 
+    public func walkPages(_ policy: PageWalkPolicy) -> PageWalkOutcome {
+        let outcome = PageWalkRecord.walk(location, policy: policy, due: pageWalkDue.load(ordering: .relaxed))
+        if case .intact = outcome { pageWalkDue.store(false, ordering: .relaxed) }
+        return outcome
+    }
+
     /// Opens (or creates) the store at `path`, checking its format. A path this process has open
     /// already is shared with the same configuration, and is a `.busy` failure with another one.
     public static func open(path: String, configuration: EnvironmentConfiguration = EnvironmentConfiguration()) throws(StorageFailure) -> LMDBStorage {
@@ -147,14 +156,23 @@ public final class LMDBStorage: StorageBackend {
         path: String, configuration: EnvironmentConfiguration, checkpoints: JournalCheckpoints
     ) throws(StorageFailure) -> LMDBStorage {
         do {
+            // Read before the open creates a data file or records this program's open.
+            let existed = PageWalkRecord.dataFile(in: path) != nil
+            let walkDue = PageWalkRecord.read(in: path).isDue(in: path)
             let environment = try Environment.open(path: path, configuration: configuration)
+            let slowWrites = SlowWriteLog(store: path)
+            environment.reportSlowWrites { slowWrites.report($0) }
             // The format first: a newer store may have databases this version does not know.
             let meta: Database<String, [UInt8]> = try environment.database(named: "meta")
             try checkFormat(environment: environment, meta: meta, readOnly: configuration.readOnly)
             let storage = LMDBStorage(environment: environment, layout: try StoreLayout(environment: environment), checkpoints: checkpoints)
             // Written once, complete: a store any writer made (an import, a service without
             // signals) has its signal tables, so tools open its signals read-only.
-            if !configuration.readOnly { _ = try storage.signalLayout() }
+            if !configuration.readOnly {
+                _ = try storage.signalLayout()
+                PageWalkRecord.recordOpen(in: path, created: !existed)
+            }
+            storage.pageWalkDue.store(walkDue, ordering: .relaxed)
             return storage
         } catch let failure as StorageFailure {
             throw failure

@@ -67,4 +67,34 @@ public final class Lock<Value>: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)
     }
+
+    /// Runs `body` with the value once the lock is taken, waiting at most `wait` for another
+    /// thread to let go of it, and returns what it returns; `nil` when the wait ran out (the wait
+    /// is measured on the realtime clock, as `pthread_mutex_timedlock` does).
+    public func withLock<Result, Failure: Error>(
+        waitingAtMost wait: Duration, _ body: (inout Value) throws(Failure) -> Result
+    ) throws(Failure) -> Result? {
+        if pthread_mutex_trylock(mutex) != 0 {
+            #if canImport(Glibc)
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            let (seconds, attoseconds) = max(wait, .zero).components
+            let nanoseconds = Int(now.tv_nsec) + Int(attoseconds / 1_000_000_000)
+            var deadline = timespec(tv_sec: now.tv_sec + Int(seconds) + nanoseconds / 1_000_000_000, tv_nsec: nanoseconds % 1_000_000_000)
+            var locked = pthread_mutex_timedlock(mutex, &deadline)
+            while locked == EINTR { locked = pthread_mutex_timedlock(mutex, &deadline) }
+            if locked == ETIMEDOUT { return nil }
+            precondition(locked == 0, "pthread_mutex_timedlock failed: \(locked)")
+            #else
+            // No timed lock on Darwin: try again every 100 µs until the wait runs out.
+            let deadline = ContinuousClock.now + wait
+            while pthread_mutex_trylock(mutex) != 0 {
+                if ContinuousClock.now >= deadline { return nil }
+                usleep(100)
+            }
+            #endif
+        }
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&value)
+    }
 }

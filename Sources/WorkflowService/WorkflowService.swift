@@ -9,6 +9,7 @@ import Logging
 import ServiceLifecycle
 import Workflow
 import WorkflowLocks
+import WorkflowStorage
 
 /// A store's durable instances run as a service of a swift-service-lifecycle `ServiceGroup`.
 ///
@@ -96,6 +97,8 @@ public final class WorkflowService: Service, Sendable {
     /// Where the async starts' and resumes' blocking calls run: as many at once as the store
     /// serves calls (at least 4; LMDB takes its writes one at a time anyway).
     private let blockingCalls: BlockingCalls
+    /// Whether `run()` first reads every page of the store in a child process.
+    private let pageWalk: PageWalkPolicy
 
     /// A service over `store`, logging to `logger`; while it runs, it sets the store's
     /// `workflow_instances` gauges every `instanceCountsInterval` and adopts the running
@@ -105,10 +108,18 @@ public final class WorkflowService: Service, Sendable {
     /// outcomes that come back after that are dropped, so those attempts run again after a
     /// restart). Keep the deadline within what your orchestrator allows between SIGTERM and
     /// SIGKILL (Kubernetes: `terminationGracePeriodSeconds`, 30 s by default).
+    ///
+    /// Before it resumes anything, `run()` reads every page of the store in a child process as
+    /// `pageWalk` says (``WorkflowStore/walkPages(_:)``; by default when this build has not walked
+    /// the store since another build opened it, or since its data file was copied or restored,
+    /// or ever): damage that would stop this process inside liblmdb is found there, and the
+    /// service refuses to start with a typed error naming it (a `DurableError` of kind
+    /// `.storage`, its `storageFailure` `.corrupted`), instead of dying on the first read of it.
     public init(
         store: WorkflowStore, logger: Logger = Logger(label: "workflow.service"), instanceCountsInterval: Duration? = .seconds(10),
-        adoptionInterval: Duration? = .seconds(2), drainDeadline: Duration? = .seconds(10)
+        adoptionInterval: Duration? = .seconds(2), drainDeadline: Duration? = .seconds(10), pageWalk: PageWalkPolicy = .whenUnchecked
     ) {
+        self.pageWalk = pageWalk
         self.store = store
         self.logger = logger
         self.instanceCountsInterval = instanceCountsInterval
@@ -350,6 +361,12 @@ public final class WorkflowService: Service, Sendable {
             return shared.registrations.values.sorted { $0.typeName < $1.typeName }
         }
         let started = ContinuousClock.now
+        do {
+            try walkPages()
+        } catch {
+            await shutDown()
+            throw error
+        }
         for registration in registrations {
             let counts: ResumeCounts
             do {
@@ -371,6 +388,24 @@ public final class WorkflowService: Service, Sendable {
         logger.info("workflow service running", metadata: ["store": "\(store.path)"])
         await servePeriodically()
         await shutDown()
+    }
+
+    /// Walks the store's pages as ``pageWalk`` says; throws the damage found, typed.
+    private func walkPages() throws(DurableError) {
+        let walkStarted = ContinuousClock.now
+        switch store.walkPages(pageWalk) {
+        case .notNeeded:
+            return
+        case .intact(let entries):
+            logger.info("walked every page of the store", metadata: [
+                "entries": "\(entries)", "duration": "\(ContinuousClock.now - walkStarted)",
+            ])
+        case .damaged(let failure):
+            logger.error("the store is damaged: the service does not start", metadata: ["damage": "\(failure)"])
+            throw DurableError.storage(failure, store: store.path)
+        case .unfinished(let reason):
+            logger.warning("the walk of the store's pages did not finish; the service starts", metadata: ["reason": "\(reason)"])
+        }
     }
 
     /// Waits for graceful shutdown (or cancellation), meanwhile setting the instance gauges.

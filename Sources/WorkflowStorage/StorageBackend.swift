@@ -144,6 +144,10 @@ public protocol StorageBackend: AnyObject, Sendable {
     func checkStructure(progress: (String) -> Void) -> [StoreDamage]
     /// Writes a compact, consistent copy of the whole store to `destination`.
     func copy(to destination: String) throws(StorageFailure)
+    /// Reads every page of the store in a child process, as `policy` says (see
+    /// ``PageWalkPolicy``): where a damaged page can stop the process that reads it (LMDB), the
+    /// child stops instead and the walk reports it. The default: ``PageWalkOutcome/notNeeded``.
+    func walkPages(_ policy: PageWalkPolicy) -> PageWalkOutcome
     /// Lets go of what the backend holds (connections, a host's lease, an open LMDB environment,
     /// an in-memory store's contents) at once, whoever still holds the backend; every call that
     /// would reach the store after this fails with ``StorageFailure/Kind/closed`` (the contract
@@ -222,6 +226,8 @@ extension StorageBackend {
     }
 
     public func close() {}
+
+    public func walkPages(_ policy: PageWalkPolicy) -> PageWalkOutcome { .notNeeded }
 
     public func readTail(of key: UInt64, through sequence: UInt64, limit: Int) throws -> LogTail {
         var snapshot: LogTail.Snapshot?

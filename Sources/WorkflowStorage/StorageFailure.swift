@@ -24,6 +24,10 @@ public struct StorageFailure: Error, Sendable, CustomStringConvertible {
         /// A resource is taken: the store is open with another configuration, or every reader
         /// slot or connection is in use.
         case busy
+        /// The store's one writer stayed taken for as long as the call may wait for it (LMDB:
+        /// `writerWait`): by another process (stopped, or writing at length) or by a long write of
+        /// this one. The detail names the holder and its state; nothing of the call was written.
+        case storeBusy
         /// The store's server cannot be reached (it is down, or the network is): retry later.
         case unavailable
         /// The store was closed in this process (`WorkflowStore.close()`): open it again to use it.

@@ -3,6 +3,7 @@ import TestSupport
 import TestWorkflows
 import Testing
 import WorkflowLMDB
+import WorkflowLocks
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -58,7 +59,7 @@ struct OwnershipTests {
         try child.waitForExit()
     }
 
-    @Test("a process's status is read from /proc: a live one with its start time, a zombie as exited, none for no pid")
+    @Test("a process's status is read from /proc: a live one with its start time, a zombie as exited, a stopped one, none for no pid")
     func processStatusParsing() throws {
         let me = try #require(ProcessStatus.read(getpid()))
         #expect(!me.hasExited)
@@ -66,7 +67,9 @@ struct OwnershipTests {
         #expect(!ProcessIdentity.current.isProvablyDead)
         #expect(ProcessIdentity(pid: getpid(), startTime: me.startTime + 1).isProvablyDead)
         let zombie = try #require(ProcessStatus.parse(Array("42 (a) b) Z 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 777 1".utf8)))
-        #expect(zombie.hasExited && zombie.startTime == 777)
+        #expect(zombie.hasExited && zombie.startTime == 777 && zombie.command == "a) b" && !zombie.isStopped)
+        let stopped = try #require(ProcessStatus.parse(Array("42 (wf) T 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 777 1".utf8)))
+        #expect(stopped.isStopped && !stopped.hasExited)
         #expect(ProcessStatus.read(-1) == nil)
     }
 }

@@ -53,4 +53,28 @@ struct LockTests {
         done.wait()
         #expect(lock.withLockIfAvailable { $0 } == 1)
     }
+
+    @Test("withLock(waitingAtMost:) gives up after the wait while another thread holds the lock, and takes a free lock at once")
+    func timedWait() {
+        let lock = Lock(0)
+        let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), released = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            lock.withLock { value in
+                value = 1
+                held.signal()
+                release.wait()
+            }
+            released.signal()
+        }
+        held.wait()
+        let started = ContinuousClock.now
+        let refused = lock.withLock(waitingAtMost: .milliseconds(200)) { $0 }
+        let waited = ContinuousClock.now - started
+        #expect(refused == nil)
+        #expect(waited >= .milliseconds(150) && waited < .seconds(5), "waited \(waited)")
+        release.signal()
+        released.wait()
+        #expect(lock.withLock(waitingAtMost: .zero) { $0 } == 1)
+    }
 }
+

@@ -3,6 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 import WorkflowLMDB
+import WorkflowLocks
 import WorkflowSignals
 
 @Suite("Run-scoped consumers of replicas that share an identity (S5)")

@@ -159,6 +159,24 @@ do {
             next += 1
         }
 
+    case "lmdb-slow-commits":
+        // lmdb-slow-commits PATH MILLIS: appends records 1, 2, ... forever, one commit each, each
+        // write transaction held open for MILLIS ms; prints "committed N" after each commit.
+        let env = try Environment.open(path: arguments[1])
+        let db: Database<UInt64, [UInt8]> = try env.database(named: "records")
+        let hold = UInt32(arguments[2])! * 1000
+        var next: UInt64 = 1
+        say("ready")
+        while true {
+            let sequence = next
+            try env.write { txn in
+                try txn.append(RecordPattern.bytes(for: sequence), forKey: sequence, in: db)
+                usleep(hold)
+            }
+            say("committed \(sequence)")
+            next += 1
+        }
+
     case "lmdb-open-race":
         // lmdb-open-race PATH SECONDS: for SECONDS, two threads open PATH and drop it again, one
         // with the default configuration and one with another, so that the second's opens are
@@ -892,6 +910,28 @@ do {
         }
         runUntilStopped(group)
         say("stopped \(started.withLock { $0 })")
+        exit(0)
+
+    case "service-run-once":
+        // service-run-once STORE: opens the store and runs a WorkflowService over it (its page walk
+        // at start as by default); prints "running" and shuts it down once it runs, or "failed:
+        // ERROR" when its run throws.
+        var logger = Logger(label: "service-run-once")
+        logger.logLevel = .warning
+        let store = try WorkflowStore.open(path: arguments[1])
+        let service = WorkflowService(store: store, logger: logger, drainDeadline: nil)
+        let group = ServiceGroup(services: [service], gracefulShutdownSignals: [.sigterm], logger: logger)
+        Task.detached {
+            guard (try? await service.untilRunning()) != nil else { return }
+            say("running")
+            await group.triggerGracefulShutdown()
+        }
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            do { try await group.run() } catch { say("failed: \(error)") }
+            done.signal()
+        }
+        done.wait()
         exit(0)
 
     case "ticker-service":
