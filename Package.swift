@@ -131,6 +131,8 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             // The page, its style and its script, compiled into the library (served from the binary).
             resources: [.embedInCode("Assets")]
@@ -237,7 +239,8 @@ let package = Package(
             name: "WorkflowConsoleTests",
             dependencies: [
                 "WorkflowConsole", "WorkflowCLI", "WorkflowExamples", "DurableWorkflow", "WorkflowLMDB", "WorkflowPostgres", "WorkflowSignals",
-                "Workflow", "LMDB", "TestSupport", "wfctl", "counter-demo",
+                "Workflow", "LMDB", "TestSupport", "wfctl", "counter-demo", "WorkflowLocks",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
         .testTarget(name: "WorkflowTests", dependencies: ["Workflow", "WorkflowTesting", "WorkflowLogging", "TestSupport", "TestWorkflows", "wf-test-child", "WorkflowLocks"]),

@@ -131,6 +131,25 @@ struct ConsoleAPI: Sendable {
         .json(Rates(intervalSeconds: 1, samples: recent.samples, unavailable: recent.unavailable))
     }
 
+    /// `GET /api/latency?minutes=N`: the engine's latency percentiles over the last N minutes
+    /// (5 by default, at most 10), where the console runs inside the service with a
+    /// ``ConsoleLatency``; elsewhere why there are none.
+    struct Latency: Encodable {
+        let minutes: Int
+        let timers: [ConsoleLatency.Percentiles]
+        let unavailable: String?
+    }
+
+    static func latency(_ latency: ConsoleLatency?, _ query: [String: String]) -> Answer {
+        let minutes = max(1, min(10, query["minutes"].flatMap { Int($0) } ?? 5))
+        guard let latency else {
+            return .json(Latency(minutes: minutes, timers: [], unavailable:
+                "the percentiles come from the engine's timers, in the service's own process: "
+                    + "run the console inside the service with a ConsoleLatency (wfctl serve reads the store from outside)"))
+        }
+        return .json(Latency(minutes: minutes, timers: latency.percentiles(overLast: minutes * 60), unavailable: nil))
+    }
+
     /// `GET /api/instances/{id}`: `describe`; for an instance whose replay fails, its record
     /// all the same, with `waitsError` saying why its waits are unknown.
     func instance(_ id: String) -> Answer {

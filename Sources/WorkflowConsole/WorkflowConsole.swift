@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Hummingbird
 import Logging
+import ServiceLifecycle
 import WorkflowCLI
 
 /// The operator console: an HTTP server (Hummingbird) that serves a page at `/` and a JSON API
@@ -19,17 +20,21 @@ public struct WorkflowConsole: Sendable {
     let api: ConsoleAPI
     let changes: ConsoleChanges
     let rates: ConsoleRates
+    let latency: ConsoleLatency?
 
     /// A console over `store` (open it read-only unless the configuration allows control, as
     /// `wfctl serve` does); refuses a configuration that would expose the store
-    /// (``ConsoleConfiguration/validate()``).
-    public init(store: WorkflowStore, types: WorkflowTypes = WorkflowTypes(), configuration: ConsoleConfiguration = ConsoleConfiguration())
-        throws(ConsoleError)
-    {
+    /// (``ConsoleConfiguration/validate()``). A console that runs inside the service shows the
+    /// engine's latency percentiles when given the ``ConsoleLatency`` its store records into.
+    public init(
+        store: WorkflowStore, types: WorkflowTypes = WorkflowTypes(), configuration: ConsoleConfiguration = ConsoleConfiguration(),
+        latency: ConsoleLatency? = nil
+    ) throws(ConsoleError) {
         try configuration.validate()
         api = ConsoleAPI(store: store, types: types, configuration: configuration)
         changes = ConsoleChanges(store: store)
         rates = ConsoleRates(store: store)
+        self.latency = latency
     }
 
     public var configuration: ConsoleConfiguration { api.configuration }
@@ -75,6 +80,8 @@ public struct WorkflowConsole: Sendable {
         router.get("/api/store") { request, _ in await Self.answer { api.store(Self.query(request)) } }
         let rates = self.rates
         router.get("/api/rates") { _, _ in Self.response(ConsoleAPI.rates(rates.recent)) }
+        let latency = self.latency
+        router.get("/api/latency") { request, _ in Self.response(ConsoleAPI.latency(latency, Self.query(request))) }
         router.get("/api/summary") { request, _ in await Self.answer { api.summary(Self.query(request)) } }
         router.get("/api/instances") { request, _ in await Self.answer { api.instances(Self.query(request)) } }
         router.get("/api/instances/:id") { _, context in
@@ -89,10 +96,12 @@ public struct WorkflowConsole: Sendable {
             let id = try Self.parameter("id", context)
             return await Self.answer { api.state(id, Self.query(request)) }
         }
-        // Server-sent events: `change` (with the store's position) whenever it moves.
+        // Server-sent events: `change` (with the store's position) whenever it moves. A stream
+        // ends at graceful shutdown: the server waits for every response to end, and a page
+        // would otherwise hold it up for as long as it stays open.
         let changes = self.changes
         router.get("/api/events") { _, _ in
-            let events = changes.subscribe().map { event -> ByteBuffer in
+            let events = changes.subscribe().cancelOnGracefulShutdown().map { event -> ByteBuffer in
                 switch event {
                 case .changed(let position): ByteBuffer(string: "event: change\ndata: {\"position\":\(position)}\n\n")
                 case .idle: ByteBuffer(string: ": idle\n\n")

@@ -6,22 +6,28 @@ import Workflow
 import WorkflowExamples
 
 /// Where the browser test is: `WORKFLOW_TEST_BROWSER=1` (tools/test sets it once Chromium, its
-/// driver and Selenium are installed) makes it run, and fail if anything it needs is missing.
+/// driver and Selenium, Firefox ESR and marionette-driver are installed) makes it run, and fail
+/// if anything it needs is missing; `WORKFLOW_TEST_BROWSERS` says in which browsers (tools/test:
+/// `chromium firefox`; by default Chromium alone).
 enum BrowserTest {
     static let enabled = ProcessInfo.processInfo.environment["WORKFLOW_TEST_BROWSER"] == "1"
+    static let browsers: [String] = (ProcessInfo.processInfo.environment["WORKFLOW_TEST_BROWSERS"] ?? "chromium")
+        .split(separator: " ").map(String.init)
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static var script: String { packageRoot.appendingPathComponent("tools/lib/console-browser-test.py").path }
-    /// Screenshots: `WORKFLOW_TEST_ARTIFACTS/console`, else `.build/test-artifacts/console`.
-    static var artifacts: String {
+    /// Screenshots: `WORKFLOW_TEST_ARTIFACTS/console`, else `.build/test-artifacts/console`
+    /// (Chromium's; another browser's in `console-BROWSER`).
+    static func artifacts(_ browser: String) -> String {
         let root = ProcessInfo.processInfo.environment["WORKFLOW_TEST_ARTIFACTS"] ?? packageRoot.appendingPathComponent(".build/test-artifacts").path
-        return root + "/console"
+        return root + (browser == "chromium" ? "/console" : "/console-\(browser)")
     }
 }
 
-@Suite("The console in a real browser (headless Chromium, Selenium)", .enabled(if: BrowserTest.enabled))
+@Suite("The console in a real browser (headless Chromium with Selenium, headless Firefox with Marionette)", .enabled(if: BrowserTest.enabled))
 struct ConsoleBrowserTests {
-    @Test("list, filter, one instance through time with wfctl's diff, markup shown as text, live updates from another process, pause and unpause of its instance")
-    func browser() throws {
+    @Test("list, filter, one instance through time with wfctl's diff, markup shown as text, live updates from another process, pause and unpause of its instance",
+          arguments: BrowserTest.browsers)
+    func browser(_ name: String) throws {
         let dir = TemporaryDirectory("console-browser")
         let store = try makeCounters(dir.path, count: 30, increments: 8)
         // A payload that holds markup (the log shows payloads as they are).
@@ -56,16 +62,16 @@ struct ConsoleBrowserTests {
         defer { controlling.child.kill() }
 
         let browser = try ChildProcess(
-            [BrowserTest.script, "http://127.0.0.1:\(reading.port)", BrowserTest.artifacts, expected,
-             "http://127.0.0.1:\(controlling.port)/?token=\(token)"],
+            [BrowserTest.script, "http://127.0.0.1:\(reading.port)", BrowserTest.artifacts(name), expected,
+             "http://127.0.0.1:\(controlling.port)/?token=\(token)", name],
             executable: "/usr/bin/env", mergeStandardError: true)
         var lines: [String] = []
         while let line = browser.readLine(timeout: .seconds(120)) {
             lines.append(line)
-            print("browser: \(line)")
+            print("\(name): \(line)")
         }
         #expect(try browser.waitForExit(timeout: .seconds(60)) == 0, "\(lines.suffix(8).joined(separator: "\n"))")
         #expect(lines.last == "done", "\(lines.suffix(3))")
-        #expect(FileManager.default.fileExists(atPath: BrowserTest.artifacts + "/console-instance.png"))
+        #expect(FileManager.default.fileExists(atPath: BrowserTest.artifacts(name) + "/console-instance.png"))
     }
 }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import DurableWorkflow
 import Foundation
 #if canImport(FoundationNetworking)
@@ -106,6 +109,65 @@ struct ServeCommandTests {
         #expect(transactions.count == samples.count && transactions.last! > transactions.first!, "\(samples)")
         serve.kill(SIGTERM)
         #expect(try serve.waitForExit(timeout: .seconds(30)) == 0)
+    }
+
+    /// A connection to the console on `port` holding the event stream open, as a page does:
+    /// returns its socket once the stream's headers came.
+    private func openEventStream(port: Int) throws -> Int32 {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        try #require(connected == 0, "connect: errno \(errno)")
+        let request = "GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        _ = request.withCString { send(socket, $0, strlen($0), 0) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = recv(socket, &buffer, buffer.count, 0)
+        #expect(count > 0 && String(decoding: buffer.prefix(max(0, count)), as: UTF8.self).contains("text/event-stream"))
+        return socket
+    }
+
+    /// Whether anything listens on `port` of loopback.
+    private func listens(_ port: Int) -> Bool {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+
+    @Test("SIGTERM stops it at once while a page holds the event stream; SIGKILL of the wfctl started leaves no server behind")
+    func stopsWithOpenStream() throws {
+        let dir = TemporaryDirectory("serve-stop")
+        _ = try makeCounters(dir.path, count: 2)
+        func serve() throws -> (ChildProcess, Int) {
+            let serve = try ChildProcess(["serve", dir.path, "--port", "0"], executable: ChildProcess.builtProduct("wfctl"), mergeStandardError: true)
+            let line = try #require(serve.readLine(timeout: .seconds(30)))
+            return (serve, try #require(line.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) }, "\(line)"))
+        }
+        let (first, firstPort) = try serve()
+        let stream = try openEventStream(port: firstPort)
+        defer { close(stream) }
+        let stopped = ContinuousClock.now
+        first.kill(SIGTERM)
+        #expect(try first.waitForExit(timeout: .seconds(30)) == 0)
+        #expect(ContinuousClock.now - stopped < .seconds(5), "SIGTERM took \(ContinuousClock.now - stopped) with a page open")
+
+        let (second, secondPort) = try serve()
+        #expect(listens(secondPort))
+        second.kill()
+        _ = try second.waitForExit()
+        let deadline = ContinuousClock.now + .seconds(5)
+        while listens(secondPort), ContinuousClock.now < deadline { usleep(50_000) }
+        #expect(!listens(secondPort), "the server outlived the wfctl that was killed")
     }
 
     @Test("a path that is no store, or an exposed address without a token: a clear message and a non-zero exit, before listening")

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""The console in a real browser: headless Chromium driven by Selenium.
+"""The console in a real browser: headless Chromium driven by Selenium, or headless Firefox ESR
+driven through its Marionette protocol (marionette_adapter.py gives that the same calls).
 
-Run by the Swift test `ConsoleBrowserTests` (tools/test installs chromium, chromium-driver and
-selenium), which starts `wfctl serve` over a store it wrote and passes:
+Run by the Swift test `ConsoleBrowserTests` (tools/test installs chromium, chromium-driver,
+firefox-esr, selenium and marionette-driver), which starts `wfctl serve` over a store it wrote
+and passes:
 
-    console-browser-test.py BASE_URL ARTIFACTS_DIR EXPECTED_DIFF_JSON CONTROL_URL
+    console-browser-test.py BASE_URL ARTIFACTS_DIR EXPECTED_DIFF_JSON CONTROL_URL [chromium|firefox]
 
 It opens the list and filters it, opens an instance and moves through time, checks the diff
 shown against `wfctl state --at 7 --diff 3 --json` (EXPECTED_DIFF_JSON), checks that a payload
@@ -19,13 +21,16 @@ import os
 import sys
 import time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
-from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select, WebDriverWait
-
 base, artifacts, expected_diff_path, control_url = sys.argv[1:5]
+browser = sys.argv[5] if len(sys.argv) > 5 else "chromium"
+if browser == "firefox":
+    from marionette_adapter import By, FirefoxDriver, Select, WebDriverWait
+else:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 os.makedirs(artifacts, exist_ok=True)
 for stale in os.listdir(artifacts):
     if stale.endswith(".png"):
@@ -34,7 +39,21 @@ for stale in os.listdir(artifacts):
 
 def fail(message):
     print("FAILED: " + message, flush=True)
-    sys.exit(1)
+    # The browser ends with the test: end() skips the `finally` that would quit it.
+    if "driver" in globals():
+        try:
+            driver.quit()
+        except Exception:  # noqa: BLE001 - already failing
+            pass
+    end(1)
+
+
+def end(code):
+    """Exits at once, without the interpreter's shutdown: mozprofile's finalizers (Firefox's
+    driver) would print a traceback of their own after the last line."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def check(condition, message):
@@ -43,10 +62,13 @@ def check(condition, message):
     print("ok: " + message, flush=True)
 
 
-options = Options()
-for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1100", "--disable-gpu"]:
-    options.add_argument(argument)
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+if browser == "firefox":
+    driver = FirefoxDriver(log=os.path.join(artifacts, "gecko.log"))
+else:
+    options = Options()
+    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1100", "--disable-gpu"]:
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
 wait = WebDriverWait(driver, 20)
 
 
@@ -101,7 +123,9 @@ try:
     check("waited longest" in (text("#oldest") or ""), f"the oldest waiting instance's age is shown ({text('#oldest')!r})")
     wait.until(lambda d: count("#rates .rates-chart polyline") == 2)
     check("commits/s" in (text("#rates-legend") or ""), f"the chart of commits and entries per second is drawn ({text('#rates-legend')!r})")
-    driver.save_screenshot(os.path.join(artifacts, "console-list.png"))
+    # wfctl serve reads the store from outside the service: the latency section says where it is.
+    wait.until(lambda d: text("#latency-note"))
+    check("inside the service" in (text("#latency-note") or ""), f"the latency section says where the percentiles are ({text('#latency-note')!r})")
     driver.save_screenshot(os.path.join(artifacts, "console-list.png"))
 
     # Filtered: the completed ones only.
@@ -203,3 +227,4 @@ except Exception as error:  # a timeout or a missing element: what the page show
 finally:
     driver.quit()
 print("done", flush=True)
+end(0)

@@ -28,18 +28,23 @@ ensure_package() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$2" >/dev/null
 }
 
-# ensure_browser: headless Chromium, its WebDriver and Selenium (PyPI), for the console's browser
-# test (Tests/WorkflowConsoleTests/ConsoleBrowserTests.swift, run when WORKFLOW_TEST_BROWSER=1).
+# ensure_browser: headless Chromium, its WebDriver and Selenium (PyPI), and Firefox ESR with
+# Mozilla's Marionette client (PyPI: marionette-driver; Debian has no geckodriver), for the
+# console's browser test (Tests/WorkflowConsoleTests/ConsoleBrowserTests.swift, run when
+# WORKFLOW_TEST_BROWSER=1, in each browser of WORKFLOW_TEST_BROWSERS).
 ensure_browser() {
     local sudo=""
     if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-    if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
-        echo "==> chromium and chromium-driver are missing: installing them with apt-get"
+    if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1 || ! command -v firefox-esr >/dev/null 2>&1; then
+        echo "==> chromium, chromium-driver or firefox-esr is missing: installing them with apt-get"
         $sudo apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver >/dev/null
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver firefox-esr >/dev/null
     fi
-    if ! python3 -c "import selenium" >/dev/null 2>&1; then
-        echo "==> selenium is missing: installing it with pip"
-        python3 -m pip install --quiet selenium || python3 -m pip install --quiet --break-system-packages selenium
-    fi
+    local module
+    for module in selenium:selenium marionette_driver:marionette-driver; do
+        if ! python3 -c "import ${module%%:*}" >/dev/null 2>&1; then
+            echo "==> ${module#*:} is missing: installing it with pip"
+            python3 -m pip install --quiet "${module#*:}" || python3 -m pip install --quiet --break-system-packages "${module#*:}"
+        fi
+    done
 }

@@ -105,7 +105,8 @@ async function showInstances(parameters) {
   const list = el("div", { id: "instances" }, el("p", {}, "Loading…"));
   const summary = el("section", { id: "summary" });
   const rates = el("section", { id: "rates" });
-  show(el("h1", {}, "Instances"), summary, rates, form, list);
+  const latency = el("section", { id: "latency" });
+  show(el("h1", {}, "Instances"), summary, rates, latency, form, list);
   const query = new URLSearchParams();
   for (const name of [...filterNames, "after"]) if (parameters.get(name)) query.set(name, parameters.get(name));
   const load = async () => {
@@ -132,7 +133,7 @@ async function showInstances(parameters) {
       list.replaceChildren(failure(error));
     }
   };
-  refresh = async () => { await Promise.all([load(), showSummary(summary), showRates(rates)]); };
+  refresh = async () => { await Promise.all([load(), showSummary(summary), showRates(rates), showLatency(latency)]); };
   await refresh();
 }
 
@@ -198,6 +199,26 @@ async function showRates(target) {
         el("span", { class: "key entries" }, `entries/s ${round(last.entries)}`),
         ` · peak ${round(peak)} over the last ${Math.round(span / 60) || 1} min`),
       chart);
+  } catch (error) {
+    target.replaceChildren(failure(error));
+  }
+}
+
+/// The engine's latency percentiles over the last five minutes, where the console runs inside the
+/// service (elsewhere the server says why there are none).
+async function showLatency(target) {
+  try {
+    const answer = await api("/api/latency?minutes=5");
+    if (answer.unavailable) {
+      target.replaceChildren(el("p", { class: "empty", id: "latency-note" }, "Latency: " + answer.unavailable));
+      return;
+    }
+    const micros = (value) => value == null ? "-" : value >= 1000 ? (value / 1000).toFixed(value >= 10000 ? 0 : 1) + " ms" : Math.round(value) + " µs";
+    const rows = answer.timers.map((timer) => el("tr", { "data-label": timer.label },
+      el("td", {}, timer.name), el("td", { class: "number" }, timer.count),
+      el("td", { class: "number" }, micros(timer.p50)), el("td", { class: "number" }, micros(timer.p90)),
+      el("td", { class: "number" }, micros(timer.p99)), el("td", { class: "number" }, micros(timer.max))));
+    target.replaceChildren(el("h2", {}, `Latency, last ${answer.minutes} min`), table(["Timer", "Count", "p50", "p90", "p99", "Max"], rows));
   } catch (error) {
     target.replaceChildren(failure(error));
   }
