@@ -78,6 +78,7 @@ struct StoreBusyTests {
         // A strict commit holds the writer through its syncs: most stops land inside one.
         #expect(busy >= 5, "only \(busy) calls found the writer held")
         #expect(slowest < wait + .seconds(1), "a call took \(slowest) with a wait of \(wait)")
+        print("stall: \(busy) of the calls in 20 stops found the writer held and answered storeBusy; the slowest call took \(slowest) with a wait of \(wait)")
         child.kill()
         _ = try child.waitForExit()
         // Nothing applied twice, nothing acknowledged lost: the sum of 1...applied, through the
