@@ -8,7 +8,8 @@ struct Describe: ParsableCommand {
         abstract: "An instance's status and what it waits for: timers with deadlines, awaited signals, tasks and workers with their idempotency keys.",
         discussion: """
         The waits come from the tree rebuilt by replay (read-only: no worker runs), so they need the instance's
-        workflow type registered in this tool; without it, only the record is shown.
+        workflow type registered in this tool; without it, only the record is shown. An instance whose replay
+        fails is described all the same, with why, and the command exits 1 (a finding).
         Example: wfctl describe /var/lib/service/workflows order-42
         """)
 
@@ -19,8 +20,19 @@ struct Describe: ParsableCommand {
 
     func run() throws {
         let store = try options.open()
-        let report = try Reports.describe(store, id: id, types: WorkflowTool.types)
-        if options.json { return emit(try json(report)) }
+        // An instance whose replay fails is described all the same (its record, its requests),
+        // with why its waits are unknown, and the command ends with that finding.
+        let report = try Reports.describe(store, id: id, types: WorkflowTool.types, despiteReplayFailure: true)
+        if options.json {
+            emit(try json(report))
+        } else {
+            show(report)
+        }
+        if let failure = report.waitsError { throw ToolError.finding("\(id) does not replay: \(failure)") }
+    }
+
+    /// The record, the control requests and the waits, as tables.
+    private func show(_ report: Reports.Description) {
         let instance = report.instance, control = report.control, requests = report.requests
         let waits = report.waitsKnown ? report.waits : nil
         var record = Table("FIELD", "VALUE")
@@ -46,6 +58,9 @@ struct Describe: ParsableCommand {
                           request.sequence.map { "\($0)" } ?? "-", request.detail ?? request.reason ?? "")
             }
             emit("\ncontrol requests:\n" + table.text)
+        }
+        if let failure = report.waitsError {
+            return emit("\nwaits: unknown: replaying the instance fails: \(failure)")
         }
         guard let waits else {
             return emit("\nwaits: unknown (register \(instance.workflowType) in this tool to see them)")

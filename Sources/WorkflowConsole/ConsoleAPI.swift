@@ -259,9 +259,13 @@ struct ConsoleAPI: Sendable {
         return answering {
             _ = try Reports.existing(store, id: id)
             let reason = request.reason.flatMap { $0.isEmpty ? nil : $0 }
-            return try store.control(verb, id: id, reason: reason, deadline: verb == .cancel ? .seconds(60) : nil, timeout: .seconds(10))
+            return try store.control(verb, id: id, reason: reason, deadline: verb == .cancel ? .seconds(60) : nil, timeout: .seconds(10),
+                                     requestedBy: Self.requester)
         }
     }
+
+    /// Who asks, in the requests the console records: the console of this process.
+    static let requester = "the console (wfctl serve, pid \(getpid()))"
 
     /// The body of `POST /api/signals/post`: as `wfctl signal post` takes it.
     struct SignalPostBody: Decodable {
@@ -373,6 +377,11 @@ struct ConsoleAPI: Sendable {
             return .json(try body())
         } catch let refusal as Refusal {
             return .failure(refusal.status, refusal.message)
+        } catch let error as DurableError where error.kind == .controlNotAnswered {
+            // Recorded, not answered in time: the host applies it when it can.
+            return .failure(504, error.description)
+        } catch let error as DurableError where [.storeBusy, .busy, .unavailable].contains(error.storageFailure?.kind) {
+            return .failure(503, error.description)
         } catch {
             let failure = ToolError.from(error)
             switch failure.code {

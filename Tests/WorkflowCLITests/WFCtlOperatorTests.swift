@@ -17,6 +17,32 @@ private func object(_ output: (code: Int32, lines: [String])) throws -> [String:
 
 @Suite("wfctl for operators: describe, cancel, delete, resume, signal post, JSON errors")
 struct WFCtlOperatorTests {
+    @Test("describe of an instance whose replay fails shows its record and why its waits are unknown, and exits 1 (a finding)")
+    func describeUnreplayable() throws {
+        let dir = TemporaryDirectory("cli-describe-bad")
+        try makeCounterStore(dir.path, id: "counter", increments: 3, snapshotEvery: nil)
+        do {
+            let store = try WorkflowStore.open(path: dir.path)
+            let entries = try store.entries(of: "counter").map { entry in
+                entry.sequence != 3 ? entry : LogEntry(
+                    sequence: 3, time: entry.time, origin: entry.origin, nodePath: entry.nodePath, actionTag: "no.such.action",
+                    actionVersion: entry.actionVersion, payload: entry.payload, digest: entry.digest)
+            }
+            try store.importInstance(id: "bad", workflowType: String(reflecting: Counter.self), status: .running, created: .now(), entries: entries)
+            try store.close()
+        }
+        let text = try wfctl(["describe", dir.path, "bad"])
+        #expect(text.code == 1, "\(text.lines)")
+        let lines = text.lines.joined(separator: "\n")
+        #expect(lines.contains("bad") && lines.contains("running") && lines.contains("waits: unknown: replaying the instance fails"), "\(lines)")
+        #expect(lines.contains("no.such.action"), "\(lines)")
+        let json = try wfctl(["describe", dir.path, "bad", "--json"])
+        #expect(json.code == 1)
+        let report = try object((json.code, json.lines.filter { !$0.hasPrefix("wfctl:") }))
+        #expect((report["waitsError"] as? String)?.contains("no.such.action") == true, "\(report)")
+        #expect((report["instance"] as? [String: Any])?["id"] as? String == "bad")
+    }
+
     @Test("describe shows the record and what the instance waits for: a timer with its deadline, a signal, workers with their idempotency keys")
     func describe() throws {
         let dir = TemporaryDirectory("cli-describe")

@@ -54,9 +54,17 @@ struct ConsoleControlTests {
         let requests = try store.controlRequests(of: "counter")
         #expect(requests.map(\.request.verb) == [.pause, .unpause])
         #expect(requests.first?.request.reason == "incident 7")
+        #expect(requests.allSatisfy { $0.request.requestedBy.hasPrefix("the console (wfctl serve, pid ") }, "\(requests.map(\.request.requestedBy))")
         // The describe the page shows lists them.
         let described = try await console.json("/api/instances/counter", headers: bearer) as! [String: Any]
         #expect((described["requests"] as! [[String: Any]]).count == 2)
+
+        // A host that does not answer (its process stopped): recorded, not answered in time, a
+        // 504 that says so (or 503 when the stop caught it holding the store's writer), not a 500.
+        demo.kill(SIGSTOP)
+        defer { demo.kill(SIGCONT) }
+        let unanswered = try await console.post("/api/instances/counter/control", ["verb": "pause", "reason": "stopped host"], headers: bearer)
+        #expect([503, 504].contains(unanswered.status), "\(unanswered)")
     }
 
     @Test("a change needs the token in the Authorization header (not the cookie, not ?token=), a known verb and an instance that exists")

@@ -103,11 +103,13 @@ extension WorkflowStore {
         try control(.delete, id: id, timeout: timeout)
     }
 
-    /// Applies `verb` to instance `id` as the verbs above do.
+    /// Applies `verb` to instance `id` as the verbs above do. `requestedBy` names who asks, in the
+    /// recorded request (by default this process: its name and identity).
     public func control(
-        _ verb: ControlVerb, id: String, reason: String? = nil, deadline: Duration? = nil, timeout: Duration = .seconds(10)
+        _ verb: ControlVerb, id: String, reason: String? = nil, deadline: Duration? = nil, timeout: Duration = .seconds(10),
+        requestedBy: String? = nil
     ) throws -> ControlAnswer {
-        let answers = try control(verb, ids: [id], reason: reason, deadline: deadline, timeout: timeout)
+        let answers = try control(verb, ids: [id], reason: reason, deadline: deadline, timeout: timeout, requestedBy: requestedBy)
         if let answer = answers.first { return answer }
         throw notFound(id)
     }
@@ -118,9 +120,10 @@ extension WorkflowStore {
     /// out. Throws ``DurableError/Kind/controlNotAnswered`` when live hosts did not answer every
     /// request within `timeout` (those requests stay recorded).
     public func control(
-        _ verb: ControlVerb, ids: [String], reason: String? = nil, deadline: Duration? = nil, timeout: Duration = .seconds(10)
+        _ verb: ControlVerb, ids: [String], reason: String? = nil, deadline: Duration? = nil, timeout: Duration = .seconds(10),
+        requestedBy: String? = nil
     ) throws -> [ControlAnswer] {
-        var wait = try post(verb, ids: ids, reason: reason, deadline: deadline, timeout: timeout)
+        var wait = try post(verb, ids: ids, reason: reason, deadline: deadline, timeout: timeout, requestedBy: requestedBy)
         let feed = try? backend.signalStorage().changeFeed()
         feed?.announce()
         while try !wait.step(self) {
@@ -134,9 +137,10 @@ extension WorkflowStore {
 
     /// As ``control(_:ids:reason:deadline:timeout:)``, suspending the calling task while it waits.
     public func control(
-        _ verb: ControlVerb, ids: [String], reason: String? = nil, deadline: Duration? = nil, timeout: Duration = .seconds(10)
+        _ verb: ControlVerb, ids: [String], reason: String? = nil, deadline: Duration? = nil, timeout: Duration = .seconds(10),
+        requestedBy: String? = nil
     ) async throws -> [ControlAnswer] {
-        var wait = try post(verb, ids: ids, reason: reason, deadline: deadline, timeout: timeout)
+        var wait = try post(verb, ids: ids, reason: reason, deadline: deadline, timeout: timeout, requestedBy: requestedBy)
         (try? backend.signalStorage().changeFeed())?.announce()
         while try !wait.step(self) {
             try await Task.sleep(for: wait.pause)
@@ -147,7 +151,7 @@ extension WorkflowStore {
     /// Records a request of `verb` for each instance of `ids` that takes one (an ended instance
     /// is answered at once), in one transaction.
     private func post(
-        _ verb: ControlVerb, ids: [String], reason: String?, deadline: Duration?, timeout: Duration
+        _ verb: ControlVerb, ids: [String], reason: String?, deadline: Duration?, timeout: Duration, requestedBy: String?
     ) throws -> ControlWait {
         var wait = ControlWait(verb: verb, timeout: timeout)
         var requests: [NewControlRequest] = []
@@ -161,7 +165,7 @@ extension WorkflowStore {
             }
             requests.append(NewControlRequest(
                 instance: id, verb: verb, reason: reason, deadline: deadline.map { Self.nanoseconds($0) },
-                requestedBy: ControlDispatcher.requester, requested: now))
+                requestedBy: requestedBy ?? ControlDispatcher.requester, requested: now))
         }
         let posted = try storageCall(instance: ids.count == 1 ? ids.first : nil) { () throws(StorageFailure) in
             try backend.postControlRequests(requests)
