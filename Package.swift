@@ -10,6 +10,9 @@ let package = Package(
         .library(name: "WorkflowTesting", targets: ["WorkflowTesting"]),
         .library(name: "WorkflowLogging", targets: ["WorkflowLogging"]),
         .library(name: "WorkflowStorage", targets: ["WorkflowStorage"]),
+        // The lock type the examples use (a pthread mutex: ThreadSanitizer sees it, unlike
+        // Synchronization.Mutex on Linux), so that code copied from them builds.
+        .library(name: "WorkflowLocks", targets: ["WorkflowLocks"]),
         .library(name: "WorkflowLMDB", targets: ["WorkflowLMDB"]),
         .library(name: "DurableWorkflow", targets: ["DurableWorkflow"]),
         .library(name: "WorkflowSignals", targets: ["WorkflowSignals"]),
@@ -137,12 +140,12 @@ let package = Package(
             // The page, its style and its script, compiled into the library (served from the binary).
             resources: [.embedInCode("Assets")]
         ),
-        .executableTarget(name: "wfctl", dependencies: ["WorkflowCLI", "WorkflowConsole", "WorkflowExamples", "DurableWorkflow", "WorkflowLMDB"]),
+        .executableTarget(name: "wfctl", dependencies: ["WorkflowCLI", "WorkflowConsole", "WorkflowExamples", "DurableWorkflow", "WorkflowSignals"]),
         // A swift-log observer.
         .target(name: "WorkflowLogging", dependencies: ["Workflow", .product(name: "Logging", package: "swift-log")]),
 
         // Examples: the workflows the demos, the showcase and the shipped wfctl use.
-        .target(name: "WorkflowExamples", dependencies: ["Workflow", "DurableWorkflow", "WorkflowLMDB", "WorkflowSignals"]),
+        .target(name: "WorkflowExamples", dependencies: ["Workflow", "DurableWorkflow", "WorkflowSignals"]),
         .executableTarget(
             name: "order-service",
             dependencies: [
@@ -153,7 +156,7 @@ let package = Package(
             path: "Examples/OrderService"
         ),
         .executableTarget(name: "counter-demo", dependencies: ["DurableWorkflow", "WorkflowLMDB", "Workflow", "WorkflowExamples"], path: "Examples/CounterDemo"),
-        .executableTarget(name: "signal-demo", dependencies: ["WorkflowSignals", "WorkflowLMDB", "LMDB"], path: "Examples/SignalDemo"),
+        .executableTarget(name: "signal-demo", dependencies: ["WorkflowSignals", "WorkflowLMDB"], path: "Examples/SignalDemo"),
         .executableTarget(
             name: "hosts-demo", dependencies: ["DurableWorkflow", "Workflow", "WorkflowExamples", "WorkflowPostgres"], path: "Examples/HostsDemo"
         ),
@@ -167,7 +170,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["WorkflowLocks", .product(name: "Logging", package: "swift-log")], path: "Tests/TestSupport"),
         .target(
             name: "TestWorkflows",
-            dependencies: ["Workflow", "DurableWorkflow", "WorkflowLMDB", "WorkflowSignals", "WorkflowFeedback", "WorkflowLocks", "TestSupport"],
+            dependencies: ["Workflow", "DurableWorkflow", "WorkflowSignals", "WorkflowFeedback", "WorkflowLocks", "TestSupport"],
             path: "Tests/Fixtures/TestWorkflows"
         ),
         .executableTarget(

@@ -72,7 +72,8 @@ public final class WorkflowStore: Sendable {
     }
 
     /// A store in this process's memory, for tests and previews: **not durable** (everything is
-    /// gone with the store), and workflows that await durable signals need an LMDB store for now.
+    /// gone with the store). Everything else works as on a durable store, durable signals included
+    /// (`SignalCenter.open(store:)` keeps them in the same memory).
     public static func inMemory(name: String = "memory") -> WorkflowStore {
         WorkflowStore(backend: InMemoryStorage(name: name))
     }

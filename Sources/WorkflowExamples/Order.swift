@@ -28,17 +28,10 @@ public struct Order: FinishingWorkflow, Codable, Sendable {
         self.shipment = Self.shipmentSignal(for: id)
     }
 
-    /// The shipment signal of order `id`: the same in every process.
+    /// The shipment signal of order `id`: the same in every process (a stable name, which
+    /// `wfctl signals` shows).
     public static func shipmentSignal(for id: String) -> SignalID {
-        var first = FNV(), second = FNV()
-        first.combine("shipment:\(id)")
-        second.combine("order:\(id)")
-        var bytes = [first.value, second.value].flatMap { value in (0..<8).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
-        bytes[6] = (bytes[6] & 0x0F) | 0x50
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
-        let uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                               bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
-        return SignalID(uuid)
+        SignalID(stableName: "shipment:\(id)")
     }
 
     public enum Outcome: Codable, Equatable, Sendable {
@@ -272,13 +265,3 @@ public struct CardDeclined: Error, CustomStringConvertible {
 /// A tool replaying an order without the service's dependencies (its attempts never run).
 struct ServicesMissing: Error {}
 
-/// FNV-1a, for the shipment signal's id.
-private struct FNV {
-    var value: UInt64 = 0xcbf29ce484222325
-    mutating func combine(_ text: String) {
-        for byte in text.utf8 {
-            value ^= UInt64(byte)
-            value = value &* 0x100000001b3
-        }
-    }
-}
