@@ -129,6 +129,18 @@ void clmdb_writer_lock_holder(clmdb_writer_lock *lock, int32_t *pid, uint64_t *s
     *takes = atomic_load(&lock->page->takes);
 }
 
+int32_t clmdb_writer_lock_owner_thread(clmdb_writer_lock *lock) {
+#ifdef __linux__
+    // glibc keeps a robust mutex's owner in its futex word (the bits below FUTEX_OWNER_DIED and
+    // FUTEX_WAITERS), written by the compare-and-swap that takes it.
+    int word = __atomic_load_n(&lock->page->mutex.__data.__lock, __ATOMIC_ACQUIRE);
+    return (int32_t)(word & 0x3fffffff);
+#else
+    (void)lock;
+    return 0;
+#endif
+}
+
 void clmdb_writer_lock_close(clmdb_writer_lock *lock) {
     munmap(lock->page, PAGE);
     close(lock->fd);

@@ -87,15 +87,32 @@ final class WriterLock: Sendable {
         return try body()
     }
 
-    /// Who holds the writer now, as it recorded itself, in the state the process table gives it.
+    /// Who holds the writer now, in the state the process table gives it: the process of the
+    /// thread the mutex names as its owner (exact: written as it is taken), else the pid the
+    /// holder recorded beside it; how long, as the holder recorded.
     private func holder() -> WriterHolder {
         guard let shared else { return WriterHolder(pid: nil, isThisProcess: false, state: .unknown, command: nil, heldFor: nil) }
-        var pid: Int32 = 0, since: UInt64 = 0, takes: UInt64 = 0
-        clmdb_writer_lock_holder(shared, &pid, &since, &takes)
+        var recorded: Int32 = 0, since: UInt64 = 0, takes: UInt64 = 0
+        clmdb_writer_lock_holder(shared, &recorded, &since, &takes)
+        let owner = clmdb_writer_lock_owner_thread(shared)
+        let pid = owner > 0 ? (Self.process(ofThread: owner) ?? recorded) : recorded
         guard pid > 0 else { return WriterHolder(pid: nil, isThisProcess: false, state: .unknown, command: nil, heldFor: nil) }
         let process = WriterHolder.process(pid)
         return WriterHolder(pid: pid, isThisProcess: process.isThisProcess, state: process.state, command: process.command,
                             heldFor: Self.since(since))
+    }
+
+    /// The process (thread group) thread `tid` belongs to, from `/proc/TID/status`; `nil` when
+    /// there is no such thread (it ended) in this pid namespace.
+    static func process(ofThread tid: Int32) -> Int32? {
+        guard let file = fopen("/proc/\(tid)/status", "r") else { return nil }
+        defer { fclose(file) }
+        var line = [CChar](repeating: 0, count: 256)
+        while fgets(&line, Int32(line.count), file) != nil {
+            let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if text.hasPrefix("Tgid:") { return Int32(String(text.dropFirst(5).filter { $0.isNumber })) }
+        }
+        return nil
     }
 
     private func busy(_ holder: WriterHolder, operation: String, waited: Duration) -> LMDBError {

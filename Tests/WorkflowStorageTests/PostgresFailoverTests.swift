@@ -58,6 +58,8 @@ struct PostgresFailoverTests {
         let child = try ChildProcess([dir, command], executable: try #require(PostgresPair.script), mergeStandardError: true)
         let lines = child.readRemainingLines(timeout: .seconds(120))
         guard try child.waitForExit() == 0 else { throw PairFailed(command: command, output: lines) }
+        // What the script saw (the replication state before a failover), for a failure's story.
+        for line in lines.dropLast() { print("postgres-pair \(command): \(line)") }
         return lines.last ?? ""
     }
 

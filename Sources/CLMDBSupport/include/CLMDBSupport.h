@@ -27,6 +27,10 @@ void clmdb_writer_lock_release(clmdb_writer_lock *lock);
 /// (CLOCK_MONOTONIC nanoseconds; comparable within one boot) and how many takes there were so far.
 void clmdb_writer_lock_holder(clmdb_writer_lock *lock, int32_t *pid, uint64_t *since, uint64_t *takes);
 
+/// The thread that holds the lock now, as the mutex itself records it (a robust mutex's lock word
+/// holds its owner's thread id, set in the same atomic step that takes it), or 0 when it is free.
+int32_t clmdb_writer_lock_owner_thread(clmdb_writer_lock *lock);
+
 /// Unmaps the lock and closes its file.
 void clmdb_writer_lock_close(clmdb_writer_lock *lock);
 
