@@ -57,7 +57,7 @@ public enum StoreWalk {
         let deadline = ContinuousClock.now + timeout
         var text: [UInt8] = [], timedOut = false
         var chunk = [UInt8](repeating: 0, count: 4096)
-        reading: while true {
+        pipeOpen: while true {
             let left = deadline - ContinuousClock.now
             guard left > .zero else {
                 timedOut = true
@@ -70,8 +70,8 @@ public enum StoreWalk {
             guard ready > 0 else { continue }
             let count = read(readEnd, &chunk, chunk.count)
             switch count {
-            case 0: break reading
-            case ..<0: if errno != EINTR && errno != EAGAIN { break reading }
+            case 0: break pipeOpen
+            case ..<0: if errno != EINTR && errno != EAGAIN { break pipeOpen }
             default: text.append(contentsOf: chunk[..<count])
             }
         }
@@ -80,19 +80,19 @@ public enum StoreWalk {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
         let lines = String(decoding: text, as: UTF8.self).split(separator: "\n").map(String.init)
-        let reading = where_(lines)
-        if timedOut { return .unfinished(reason: "stopped after \(timeout)", reading: reading) }
+        let place = Self.place(from: lines)
+        if timedOut { return .unfinished(reason: "stopped after \(timeout)", reading: place) }
         // WIFSIGNALED: the low 7 bits name the signal; 0 is a normal exit, 0x7f a stop.
         let signal = status & 0x7f
-        if signal != 0 && signal != 0x7f { return .stopped(signal: signal, reading: reading) }
+        if signal != 0 && signal != 0x7f { return .stopped(signal: signal, reading: place) }
         if let last = lines.last, last.hasPrefix("done ") {
             return .intact(entries: UInt64(last.split(separator: " ")[1]) ?? 0)
         }
         if let last = lines.last, last.hasPrefix("error ") {
             let parts = last.split(separator: " ", maxSplits: 2)
-            return .failed(code: Int32(parts[1]) ?? 0, message: parts.count > 2 ? String(parts[2]) : "", reading: reading)
+            return .failed(code: Int32(parts[1]) ?? 0, message: parts.count > 2 ? String(parts[2]) : "", reading: place)
         }
-        return .unfinished(reason: "the walk's process ended (status \(status)) without a result", reading: reading)
+        return .unfinished(reason: "the walk's process ended (status \(status)) without a result", reading: place)
     }
 
     /// The identity of the file at `path`: device, inode and (where the file system keeps it)
@@ -105,7 +105,7 @@ public enum StoreWalk {
     }
 
     /// What the walk was reading, from its last progress line.
-    private static func where_(_ lines: [String]) -> String {
+    private static func place(from lines: [String]) -> String {
         guard let last = lines.last(where: { $0.hasPrefix("db ") || $0.hasPrefix("at ") }) else { return "the store's meta pages" }
         let parts = last.split(separator: " ", maxSplits: 3).map(String.init)
         if parts[0] == "db" { return "database '\(last.dropFirst(3))' (from its first entry)" }

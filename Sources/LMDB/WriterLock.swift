@@ -59,12 +59,12 @@ final class WriterLock: Sendable {
             }
             return outcome
         }
-        let deadline = Self.realtime(after: wait)
+        let deadline = realtimeDeadline(after: wait)
         let slow = reporting.withLock { $0 }
         var taken: Int32
         if let slow, slow.after < wait {
             // Waits past the slow-write bound are reported once, with the holder, then go on.
-            var early = Self.realtime(after: slow.after)
+            var early = realtimeDeadline(after: slow.after)
             taken = clmdb_writer_lock_take(shared, &early)
             if taken == ETIMEDOUT {
                 slow.report(.waiting(path: path, waited: slow.after, holder: holder()))
@@ -95,24 +95,11 @@ final class WriterLock: Sendable {
         var recorded: Int32 = 0, since: UInt64 = 0, takes: UInt64 = 0
         clmdb_writer_lock_holder(shared, &recorded, &since, &takes)
         let owner = clmdb_writer_lock_owner_thread(shared)
-        let pid = owner > 0 ? (Self.process(ofThread: owner) ?? recorded) : recorded
+        let pid = owner > 0 ? (ProcessStatus.process(ofThread: owner) ?? recorded) : recorded
         guard pid > 0 else { return WriterHolder(pid: nil, isThisProcess: false, state: .unknown, command: nil, heldFor: nil) }
         let process = WriterHolder.process(pid)
         return WriterHolder(pid: pid, isThisProcess: process.isThisProcess, state: process.state, command: process.command,
                             heldFor: Self.since(since))
-    }
-
-    /// The process (thread group) thread `tid` belongs to, from `/proc/TID/status`; `nil` when
-    /// there is no such thread (it ended) in this pid namespace.
-    static func process(ofThread tid: Int32) -> Int32? {
-        guard let file = fopen("/proc/\(tid)/status", "r") else { return nil }
-        defer { fclose(file) }
-        var line = [CChar](repeating: 0, count: 256)
-        while fgets(&line, Int32(line.count), file) != nil {
-            let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            if text.hasPrefix("Tgid:") { return Int32(String(text.dropFirst(5).filter { $0.isNumber })) }
-        }
-        return nil
     }
 
     private func busy(_ holder: WriterHolder, operation: String, waited: Duration) -> LMDBError {
@@ -160,14 +147,6 @@ final class WriterLock: Sendable {
         .nanoseconds(Int64(bitPattern: monotonicNanoseconds() &- nanoseconds))
     }
 
-    /// The realtime clock's time `duration` from now, as `pthread_mutex_timedlock` takes it.
-    static func realtime(after duration: Duration) -> timespec {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let (seconds, attoseconds) = max(duration, .zero).components
-        let nanoseconds = Int(now.tv_nsec) + Int(attoseconds / 1_000_000_000)
-        return timespec(tv_sec: now.tv_sec + Int(seconds) + nanoseconds / 1_000_000_000, tv_nsec: nanoseconds % 1_000_000_000)
-    }
 }
 
 /// A write that kept others waiting, as ``Environment/reportSlowWrites(after:_:)`` hears of it.

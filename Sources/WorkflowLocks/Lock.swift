@@ -76,11 +76,7 @@ public final class Lock<Value>: @unchecked Sendable {
     ) throws(Failure) -> Result? {
         if pthread_mutex_trylock(mutex) != 0 {
             #if canImport(Glibc)
-            var now = timespec()
-            clock_gettime(CLOCK_REALTIME, &now)
-            let (seconds, attoseconds) = max(wait, .zero).components
-            let nanoseconds = Int(now.tv_nsec) + Int(attoseconds / 1_000_000_000)
-            var deadline = timespec(tv_sec: now.tv_sec + Int(seconds) + nanoseconds / 1_000_000_000, tv_nsec: nanoseconds % 1_000_000_000)
+            var deadline = realtimeDeadline(after: wait)
             var locked = pthread_mutex_timedlock(mutex, &deadline)
             while locked == EINTR { locked = pthread_mutex_timedlock(mutex, &deadline) }
             if locked == ETIMEDOUT { return nil }
@@ -97,4 +93,13 @@ public final class Lock<Value>: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)
     }
+}
+
+/// The realtime clock's time `duration` from now, as `pthread_mutex_timedlock` takes a deadline.
+package func realtimeDeadline(after duration: Duration) -> timespec {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    let (seconds, attoseconds) = max(duration, .zero).components
+    let nanoseconds = Int(now.tv_nsec) + Int(attoseconds / 1_000_000_000)
+    return timespec(tv_sec: now.tv_sec + Int(seconds) + nanoseconds / 1_000_000_000, tv_nsec: nanoseconds % 1_000_000_000)
 }

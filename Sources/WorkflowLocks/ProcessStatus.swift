@@ -43,4 +43,17 @@ package struct ProcessStatus: Sendable {
         guard fields.count > 19, let state = fields[0].utf8.first, let start = UInt64(fields[19]) else { return nil }
         return ProcessStatus(state: state, startTime: start, command: String(line[line.index(after: open)..<close]))
     }
+
+    /// The process (thread group) thread `tid` belongs to, from `/proc/TID/status`; `nil` when
+    /// there is no such thread (it ended) in this pid namespace.
+    package static func process(ofThread tid: Int32) -> Int32? {
+        guard tid > 0, let file = fopen("/proc/\(tid)/status", "r") else { return nil }
+        defer { fclose(file) }
+        var line = [CChar](repeating: 0, count: 256)
+        while fgets(&line, Int32(line.count), file) != nil {
+            let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if text.hasPrefix("Tgid:") { return Int32(String(text.dropFirst(5).filter(\.isNumber))) }
+        }
+        return nil
+    }
 }

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import DurableWorkflow
 import Foundation
 #if canImport(FoundationNetworking)
@@ -111,41 +108,28 @@ struct ServeCommandTests {
         #expect(try serve.waitForExit(timeout: .seconds(30)) == 0)
     }
 
-    /// A connection to the console on `port` holding the event stream open, as a page does:
-    /// returns its socket once the stream's headers came.
-    private func openEventStream(port: Int) throws -> Int32 {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        try #require(connected == 0, "connect: errno \(errno)")
-        let request = "GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-        _ = request.withCString { send(socket, $0, strlen($0), 0) }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = recv(socket, &buffer, buffer.count, 0)
-        #expect(count > 0 && String(decoding: buffer.prefix(max(0, count)), as: UTF8.self).contains("text/event-stream"))
-        return socket
+    /// A process of its own holding the console's event stream open on `port`, as a page does
+    /// (python3, which tools/test has for the browser test): once it printed `open`.
+    private func openEventStream(port: Int) throws -> ChildProcess {
+        let script = """
+            import socket, sys, time
+            connection = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+            connection.sendall(b"GET /api/events HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n")
+            print("open" if b"text/event-stream" in connection.recv(4096) else "refused", flush=True)
+            time.sleep(600)
+            """
+        let page = try ChildProcess(["python3", "-c", script, "\(port)"], executable: "/usr/bin/env", mergeStandardError: true)
+        #expect(page.readLine() == "open")
+        return page
     }
 
-    /// Whether anything listens on `port` of loopback.
-    private func listens(_ port: Int) -> Bool {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        } == 0
+    /// Whether the console still answers on `port` of loopback.
+    private func listens(_ port: Int) async -> Bool {
+        (try? await RunningConsole(port: port, task: Task {}).get("/api/store")) != nil
     }
 
     @Test("SIGTERM stops it at once while a page holds the event stream; SIGKILL of the wfctl started leaves no server behind")
-    func stopsWithOpenStream() throws {
+    func stopsWithOpenStream() async throws {
         let dir = TemporaryDirectory("serve-stop")
         _ = try makeCounters(dir.path, count: 2)
         func serve() throws -> (ChildProcess, Int) {
@@ -154,20 +138,20 @@ struct ServeCommandTests {
             return (serve, try #require(line.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) }, "\(line)"))
         }
         let (first, firstPort) = try serve()
-        let stream = try openEventStream(port: firstPort)
-        defer { close(stream) }
+        let page = try openEventStream(port: firstPort)
+        defer { page.kill() }
         let stopped = ContinuousClock.now
         first.kill(SIGTERM)
         #expect(try first.waitForExit(timeout: .seconds(30)) == 0)
         #expect(ContinuousClock.now - stopped < .seconds(5), "SIGTERM took \(ContinuousClock.now - stopped) with a page open")
 
         let (second, secondPort) = try serve()
-        #expect(listens(secondPort))
+        #expect(await listens(secondPort))
         second.kill()
         _ = try second.waitForExit()
         let deadline = ContinuousClock.now + .seconds(5)
-        while listens(secondPort), ContinuousClock.now < deadline { usleep(50_000) }
-        #expect(!listens(secondPort), "the server outlived the wfctl that was killed")
+        while await listens(secondPort), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(!(await listens(secondPort)), "the server outlived the wfctl that was killed")
     }
 
     @Test("a path that is no store, or an exposed address without a token: a clear message and a non-zero exit, before listening")
